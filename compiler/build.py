@@ -1,0 +1,354 @@
+"""Compile a Spec into a Model: dimensions and layer sets evaluated, blocks
+instantiated per group of identical layers, shapes checked on every edge, and a
+networkx DiGraph whose nodes are ops (with multiplicities) and whose edges are
+tensors. One Model is one choice of the spec's options (e.g. execution mode)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import sympy as sp
+
+from ..dsl import ast
+from ..dsl.errors import SpecError, did_you_mean
+from . import primitives as prim
+from .expressions import Evaluator, as_number, require_integer
+from .spec import BlockDef, Segment, Spec
+from .symbols import DERIVED, DTYPE_BYTES, SCENARIO, S, B, H
+
+
+@dataclass
+class OpNode:
+    id: str
+    name: str                 # qualified: segment.block-path.target
+    kind: str
+    segment: str
+    stage: str
+    component: str
+    layers: tuple             # layer indices this node stands for; () for unlayered segments
+    mult: int
+    weights: list
+    flops: sp.Expr            # per instance, matrix FLOPs
+    scalar: sp.Expr
+    lookup: bool
+    lookup_rows: sp.Expr
+    experts: sp.Expr
+    rows: sp.Expr             # rows of the first input
+    formula: str
+    stmt: ast.Stmt
+    inputs: list = field(default_factory=list)    # (tensor name, Tensor)
+    outputs: list = field(default_factory=list)
+
+    def params(self, group: str | None = None) -> sp.Expr:
+        return sum((w.params for w in self.weights if group is None or w.group == group), sp.Integer(0))
+
+    @property
+    def short(self) -> str:
+        return self.name.split(".")[-1]
+
+    def matches(self, op: str) -> bool:
+        """`op=q` matches 'layers.attn.q' and 'attn.q' matches too: any dotted suffix."""
+        return self.name == op or self.name.endswith("." + op)
+
+
+@dataclass
+class StateUse:
+    store: str
+    entries: sp.Expr          # in H (per request)
+    layers: tuple
+    mult: int
+    segment: str
+
+
+@dataclass
+class Model:
+    spec: Spec
+    choices: dict
+    dims: dict
+    sets: dict
+    ops: list
+    states: list
+    reads: list
+    graph: nx.DiGraph
+    max_context: sp.Expr | None
+    runs: list                # (segment, group index, first layer, last layer)
+
+
+def _base_env(spec: Spec):
+    env: dict = dict(DTYPE_BYTES)
+    env.update(SCENARIO)
+    env.update(DERIVED)
+    dims = {}
+    for key, node in spec.dims.items():
+        ev = Evaluator(env, what="dimension")
+        value = tuple(ev(n) for n in node) if isinstance(node, tuple) else ev(node)
+        env[key] = dims[key] = value
+    return env, dims
+
+
+def _layer_indices(expr, env, sets, where) -> list:
+    if isinstance(expr, str):
+        return sorted(sets[expr])
+    ev = Evaluator(env, sets, what="dimension")
+    out = []
+    for item in expr.items:
+        if isinstance(item, ast.LayerRange):
+            first = require_integer(ev(item.first), item.first, "first layer")
+            last = require_integer(ev(item.last), item.last, "last layer")
+            step = require_integer(ev(item.step), item.step, "step") if item.step is not None else 1
+            if step < 1 or last < first:
+                raise SpecError(f"empty layer range {first}..{last}", item.loc, expected="first <= last, step >= 1")
+            out.extend(range(first, last + 1, step))
+        else:
+            out.append(require_integer(ev(item), item, "layer index"))
+    if len(set(out)) != len(out):
+        raise SpecError(f"layer set lists a layer twice in {where}", expr.loc)
+    return out
+
+
+class _Builder:
+    def __init__(self, spec: Spec, choices: dict):
+        self.spec = spec
+        self.choices = choices
+        self.env, self.dims = _base_env(spec)
+        self.sets = {}
+        for key, expr in spec.sets.items():
+            self.sets[key] = frozenset(_layer_indices(expr, self.env, self.sets, f"set '{key}'"))
+        for opt_name, choice in choices.items():
+            option = spec.options[opt_name]
+            ev = Evaluator(self.env, self.sets, what="name")
+            for var, node in option.choices[choice].items():
+                self.env[var] = ev(node)
+        self.ops: list = []
+        self.states: list = []
+        self.reads: list = []
+        self.graph = nx.DiGraph()
+        self.runs: list = []
+
+    # ------------------------------------------------------------ segments
+    def build(self) -> Model:
+        stream: prim.Tensor | None = None
+        for segment in self.spec.stack:
+            stream = self._segment(segment, stream)
+        max_ctx = None
+        if self.spec.max_context is not None:
+            max_ctx = Evaluator(self.env, what="dimension")(self.spec.max_context)
+        return Model(self.spec, self.choices, self.dims, self.sets, self.ops, self.states, self.reads,
+                     self.graph, max_ctx, self.runs)
+
+    def _segment(self, seg: Segment, stream):
+        layers = _layer_indices(seg.layers, self.env, self.sets, f"segment '{seg.name}'") \
+            if seg.layers is not None else [None]
+        groups: dict = {}
+        order = []
+        for layer in layers:
+            env = dict(self.env)
+            if layer is not None:
+                env["layer"] = sp.Integer(layer)
+            ev = Evaluator(env, self.sets)
+            start = ev(seg.start) if seg.start is not None else S
+            env.update(start=start, cnt=self.env["n"] - start, m=B * (self.env["n"] - start))
+            bound = self._bind(seg.block, seg.bindings, env, seg)
+            key = (start, tuple(sorted((k, v) for k, v in bound.items() if not isinstance(v, str))))
+            if key not in groups:
+                groups[key] = (env, bound, [])
+                order.append(key)
+            groups[key][2].append(layer)
+        last_output = stream
+        group_outputs = {}
+        for gi, key in enumerate(order):
+            env, bound, members = groups[key]
+            layer_tuple = tuple(l for l in members if l is not None)
+            prefix = seg.name if len(order) == 1 else f"{seg.name}#{gi}"
+            outputs, first_consumers = self._instantiate(seg.block, env, bound, prefix, seg, layer_tuple,
+                                                         len(members), stream, defaults={"stage": seg.stage},
+                                                         extra_state=seg.state)
+            group_outputs[gi] = outputs
+        # runs of consecutive layers that share a group, in layer order (for model-level views)
+        key_of = {}
+        for gi, key in enumerate(order):
+            for layer in groups[key][2]:
+                key_of[layer] = gi
+        run_start = None
+        for idx, layer in enumerate(layers):
+            gi = key_of[layer]
+            if run_start is None:
+                run_start = (gi, layer)
+            nxt = layers[idx + 1] if idx + 1 < len(layers) else None
+            if nxt is None or key_of[nxt] != gi:
+                self.runs.append((seg.name, run_start[0], run_start[1], layer))
+                run_start = None
+        last_group = key_of[layers[-1]]
+        out = group_outputs[last_group]
+        return out[0] if out else last_output
+
+    def _bind(self, block: BlockDef, bindings: dict, env: dict, where) -> dict:
+        bound = {}
+        ev_outer = Evaluator(env, self.sets)
+        for param, default in block.params.items():
+            if param in bindings:
+                bound[param] = ev_outer(bindings[param])
+            elif default is not None:
+                bound[param] = Evaluator({**env, **bound}, self.sets)(default)
+            else:
+                raise SpecError(f"block '{block.name}' needs parameter '{param}'", where.loc,
+                                expected=f"with: {{{param}: ...}}")
+        return bound
+
+    # ------------------------------------------------------------ blocks
+    def _instantiate(self, block: BlockDef, env: dict, bound: dict, prefix: str, seg: Segment, layers: tuple,
+                     mult: int, stream, defaults: dict, inputs: list | None = None, where=None,
+                     overrides: dict | None = None, extra_state=()):
+        local = dict(env)
+        local.update(bound)
+        ev = Evaluator(local, self.sets)
+        tensors: dict = {}
+        input_names = list(block.inputs)
+        given = inputs if inputs is not None else ([("stream", stream)] if stream is not None else [])
+        for idx, in_name in enumerate(input_names):
+            width = ev(block.inputs[in_name])
+            if idx < len(given) and given[idx][1] is not None:
+                src_name, src = given[idx]
+                prim.check_width(src_name, src, width, where or seg, f"block '{block.name}' input '{in_name}'")
+                rows = src.rows if inputs is not None else local["m"]
+                tensors[in_name] = prim.Tensor(rows, width, src.producer)
+            else:
+                tensors[in_name] = prim.Tensor(local["m"], width, None)
+        for stmt in block.ops:
+            self._op(stmt, tensors, local, ev, prefix, seg, layers, mult, defaults, overrides or {})
+        outs = []
+        for out_name in block.outputs:
+            if out_name not in tensors:
+                raise SpecError(f"block '{block.name}' output '{out_name}' is never computed", block.loc,
+                                expected="an output named by one of the block's ops")
+            outs.append(tensors[out_name])
+        states = list(block.state) + [d for kind, d in extra_state if kind == "state"]
+        reads = list(block.reads) + [d for kind, d in extra_state if kind == "reads"]
+        for decl_list, sink in ((states, self.states), (reads, self.reads)):
+            for decl in decl_list:
+                if decl.store not in self.spec.stores:
+                    raise SpecError(f"unknown store '{decl.store}'", decl.store.loc, span=len(decl.store),
+                                    expected=did_you_mean(decl.store, self.spec.stores))
+                factor = sp.Integer(1)
+                if decl.when is not None:
+                    factor = as_number(ev(decl.when))
+                    if factor == 0:
+                        continue
+                sink.append(StateUse(str(decl.store), factor * ev(decl.entries), layers, mult, seg.name))
+        return outs, None
+
+    def _op(self, stmt: ast.Stmt, tensors, local, ev, prefix, seg, layers, mult, defaults, overrides):
+        kwargs = {}
+        for kw in stmt.kwargs:
+            if kw.name in kwargs:
+                raise SpecError(f"keyword '{kw.name}' given twice", kw.loc, span=len(kw.name))
+            if kw.name in prim.NAME_KWARGS:
+                if not isinstance(kw.value, ast.Name):
+                    raise SpecError(f"'{kw.name}=' takes a name", kw.value.loc, expected="a plain name")
+                kwargs[kw.name] = (kw.value.id, kw)
+            else:
+                kwargs[kw.name] = (None, kw)  # evaluated below, once we know the op accepts it
+        # naming precedence: a block call's group=/component=/stage= (overrides) beat the
+        # op's own, which beat the segment's defaults
+        opts = {**defaults, **{k: v[0] for k, v in kwargs.items() if k in prim.NAME_KWARGS}, **overrides}
+        active = sp.Integer(1)
+        if "when" in kwargs:
+            active = as_number(ev(kwargs["when"][1].value))
+            if active == 0:
+                for target in stmt.targets:
+                    tensors[target] = None
+                return
+        func = stmt.func
+        if func in self.spec.blocks and func not in prim.RULES:
+            call_overrides = {**overrides, **{k: v[0] for k, v in kwargs.items() if k in prim.NAME_KWARGS}}
+            self._block_call(stmt, kwargs, tensors, local, prefix, seg, layers, mult, defaults, call_overrides, active)
+            return
+        rule_name = func if func in prim.RULES else ("elementwise" if func in self.spec.elementwise else None)
+        if rule_name is None:
+            known = list(prim.RULES) + sorted(self.spec.elementwise) + list(self.spec.blocks)
+            raise SpecError(f"unknown op '{func}'", stmt.loc.shifted(stmt.text.find(func)) if func in stmt.text
+                            else stmt.loc, span=len(func), expected="a primitive, element-wise op or block: "
+                            + did_you_mean(func, known))
+        allowed = prim.COMMON_KWARGS | prim.RULE_KWARGS[rule_name]
+        values = {}
+        for key, (value, kw) in kwargs.items():
+            if key not in allowed:
+                raise SpecError(f"{func}() does not take '{key}='", kw.loc, span=len(key),
+                                expected=did_you_mean(key, allowed))
+            values[key] = (value if key in prim.NAME_KWARGS else ev(kw.value), kw)
+        values.update({k: (v, None) for k, v in opts.items() if k not in values})
+        ctx = prim.OpContext(stmt, tensors, ev, values)
+        rule = prim.RULES.get(func, prim.elementwise)
+        cost = rule(ctx)
+        if len(cost.outputs) != len(stmt.targets):
+            ctx.n_targets(len(cost.outputs))
+        name = f"{prefix}.{stmt.targets[0]}"
+        node_id = name
+        suffix = 2
+        while node_id in self.graph:
+            node_id, suffix = f"{name}~{suffix}", suffix + 1
+        input_tensors = [(a.id, tensors[a.id]) for a in stmt.args if isinstance(a, ast.Name) and a.id in tensors]
+        component = opts.get("component") or prim.DEFAULT_COMPONENT.get(cost.kind) or \
+            (cost.weights[0].group if cost.weights else cost.kind)
+        node = OpNode(node_id, name, cost.kind, seg.name, opts.get("stage", seg.stage), component, layers, mult,
+                      cost.weights, active * cost.flops, active * cost.scalar, cost.lookup_bytes_per_param,
+                      active * cost.lookup_rows, cost.experts, input_tensors[0][1].rows if input_tensors else sp.Integer(0),
+                      cost.formula, stmt, input_tensors, [])
+        self.ops.append(node)
+        self.graph.add_node(node_id, op=node)
+        for tname, tensor in input_tensors:
+            if tensor.producer is not None:
+                self.graph.add_edge(tensor.producer, node_id, tensor=tname, rows=tensor.rows, width=tensor.width)
+        for target, out in zip(stmt.targets, cost.outputs):
+            if out is not None:
+                out = prim.Tensor(out.rows, out.width, node_id)
+                node.outputs.append((target, out))
+            tensors[target] = out
+
+    def _block_call(self, stmt, kwargs, tensors, local, prefix, seg, layers, mult, defaults, overrides, active):
+        block = self.spec.blocks[stmt.func]
+        if active != 1:
+            raise SpecError("a block call's when= must be decidable when the spec is compiled", stmt.loc,
+                            expected="a condition on dimensions and layer parameters, not on S/P/B")
+        bindings = {}
+        for key, (value, kw) in kwargs.items():
+            if key in prim.COMMON_KWARGS:
+                continue
+            if key not in block.params:
+                raise SpecError(f"block '{block.name}' has no parameter '{key}'", kw.loc, span=len(key),
+                                expected=did_you_mean(key, block.params))
+            bindings[key] = kw.value
+        bound = self._bind(block, bindings, local, stmt)
+        given = []
+        for arg in stmt.args:
+            if not isinstance(arg, ast.Name):
+                raise SpecError(f"block '{block.name}' takes tensors as positional arguments", arg.loc,
+                                expected="tensor names; parameters go after ';' as name=value")
+            given.append(prim.OpContext(stmt, tensors, None, {}).tensor(arg))
+        if len(given) != len(block.inputs):
+            raise SpecError(f"block '{block.name}' takes {len(block.inputs)} input tensor(s), got {len(given)}",
+                            stmt.loc, expected=", ".join(block.inputs))
+        sub_env = {k: local[k] for k in ("start", "cnt", "m") if k in local}
+        env = dict(self.env)
+        env.update(sub_env)
+        outs, _ = self._instantiate(block, env, bound, f"{prefix}.{stmt.targets[0]}", seg, layers, mult, None,
+                                    defaults=defaults, inputs=given, where=stmt, overrides=overrides)
+        if len(outs) != len(stmt.targets):
+            raise SpecError(f"block '{block.name}' returns {len(outs)} tensor(s), but {len(stmt.targets)} names are given",
+                            stmt.loc, expected=", ".join(block.outputs))
+        for target, out in zip(stmt.targets, outs):
+            tensors[target] = out
+
+
+def compile_spec(spec: Spec, **choices) -> Model:
+    """Compile with the given option choices (others take their defaults)."""
+    selected = {}
+    for opt_name, option in spec.options.items():
+        selected[opt_name] = choices.pop(opt_name, option.default)
+        if selected[opt_name] not in option.choices:
+            raise SpecError(f"option '{opt_name}' has no choice '{selected[opt_name]}'", option.loc,
+                            expected=did_you_mean(selected[opt_name], option.choices))
+    if choices:
+        raise SpecError(f"unknown option '{next(iter(choices))}'", None, expected=did_you_mean(next(iter(choices)), spec.options))
+    return _Builder(spec, selected).build()

@@ -1,0 +1,183 @@
+"""Meaning of expression ASTs as exact sympy values.
+
+`Evaluator` turns an `ast` expression into a sympy expression, resolving names
+in an environment (dimensions, block parameters, scenario symbols) and calling
+the functions of `FUNCTIONS`. Unknown names and wrong calls are located errors.
+Nothing is ever passed to Python's eval."""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import sympy as sp
+
+from ..dsl import ast
+from ..dsl.errors import SpecError, did_you_mean
+from . import patterns
+
+
+def truth(value) -> sp.Basic:
+    """A sympy condition from a number or a condition (non-zero means true)."""
+    if isinstance(value, (sp.logic.boolalg.Boolean, sp.core.relational.Relational)):
+        return value
+    return sp.Ne(value, 0)
+
+
+def as_number(cond) -> sp.Basic:
+    """A condition as 1/0, so conditions can be used in arithmetic and stored."""
+    if cond is sp.true:
+        return sp.Integer(1)
+    if cond is sp.false:
+        return sp.Integer(0)
+    if isinstance(cond, (sp.logic.boolalg.Boolean, sp.core.relational.Relational)):
+        return sp.Piecewise((1, cond), (0, True))
+    return cond
+
+
+def _if(cond, then, otherwise):
+    c = truth(cond)
+    if c is sp.true:
+        return then
+    if c is sp.false:
+        return otherwise
+    return sp.Piecewise((then, c), (otherwise, True))
+
+
+def _ceil_div(a, b):
+    return sp.ceiling(a / b)
+
+
+# name -> (callable, allowed arities, description)
+FUNCTIONS: dict[str, tuple[Callable, tuple, str]] = {
+    "min": (lambda *a: sp.Min(*a), (2, 3, 4, 5, 6), "min(a, b, ...)"),
+    "max": (lambda *a: sp.Max(*a), (2, 3, 4, 5, 6), "max(a, b, ...)"),
+    "floor": (sp.floor, (1,), "floor(x)"),
+    "ceil": (sp.ceiling, (1,), "ceil(x)"),
+    "ceil_div": (_ceil_div, (2,), "ceil_div(a, b) = ceil(a/b)"),
+    "abs": (sp.Abs, (1,), "abs(x)"),
+    "if": (_if, (3,), "if(condition, then, else)"),
+    "causal_pairs": (patterns.causal_pairs, (2,), "causal_pairs(S, P): P*S + P*(P+1)/2"),
+    "rect_pairs": (patterns.rect_pairs, (2,), "rect_pairs(S, P): P*(S+P)"),
+    "window_pairs": (patterns.WindowPairs, (4,), "window_pairs(a, b, w, f): sum over t in [a,b) of min(t-f+1, w)"),
+    "compressed_pairs": (patterns.CompressedPairs, (4,),
+                         "compressed_pairs(a, b, r, cap): sum over t in [a,b) of min(floor((t+1)/r), cap)"),
+}
+
+_BINARY = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "//": lambda a, b: sp.floor(a / b),
+    "%": lambda a, b: sp.Mod(a, b),
+    "**": lambda a, b: a ** b,
+}
+_COMPARE = {"==": sp.Eq, "!=": sp.Ne, "<": sp.Lt, "<=": sp.Le, ">": sp.Gt, ">=": sp.Ge}
+
+
+class Evaluator:
+    """Evaluates expression ASTs in an environment of names.
+
+    `env` maps names to sympy values (or tuples for per-layer lists); `sets`
+    maps layer-set names to frozensets of indices (for `layer in owners`)."""
+
+    def __init__(self, env: Mapping[str, object], sets: Mapping[str, frozenset] | None = None,
+                 what: str = "name"):
+        self.env = env
+        self.sets = sets or {}
+        self.what = what
+
+    def __call__(self, node: ast.Node):
+        return self.eval(node)
+
+    def eval(self, node: ast.Node):
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            raise SpecError(f"{type(node).__name__.lower()} is not allowed in an expression here", node.loc)
+        return method(node)
+
+    def _Num(self, node: ast.Num):
+        return sp.Rational(node.value.numerator, node.value.denominator)
+
+    def _QuantityLit(self, node: ast.QuantityLit):
+        raise SpecError(f"a quantity with a unit ('{node.text}') is not allowed here", node.loc,
+                        span=len(node.text), expected="a plain number or expression")
+
+    def _Name(self, node: ast.Name):
+        if node.id in self.env:
+            value = self.env[node.id]
+            if isinstance(value, tuple):
+                raise SpecError(f"'{node.id}' is a list; index it like {node.id}[layer]", node.loc, span=len(node.id))
+            return value
+        if node.id == "true":
+            return sp.Integer(1)
+        if node.id == "false":
+            return sp.Integer(0)
+        if node.id == "oo":
+            return sp.oo
+        raise SpecError(f"unknown {self.what} '{node.id}'", node.loc, span=len(node.id),
+                        expected=did_you_mean(node.id, list(self.env)))
+
+    def _Subscript(self, node: ast.Subscript):
+        values = self.env.get(node.name)
+        if not isinstance(values, tuple):
+            raise SpecError(f"'{node.name}' is not a list and cannot be indexed", node.loc, span=len(node.name),
+                            expected="a list dimension such as ratios[layer]")
+        if len(node.indices) != 1:
+            raise SpecError(f"list '{node.name}' takes one index", node.loc)
+        index = self.eval(node.indices[0])
+        if not (isinstance(index, sp.Integer) and 0 <= int(index) < len(values)):
+            raise SpecError(f"index {index} out of range for '{node.name}' (length {len(values)})", node.loc,
+                            span=len(node.name))
+        return values[int(index)]
+
+    def _Call(self, node: ast.Call):
+        if node.func not in FUNCTIONS:
+            raise SpecError(f"unknown function '{node.func}'", node.loc, span=len(node.func),
+                            expected=did_you_mean(node.func, FUNCTIONS))
+        fn, arities, doc = FUNCTIONS[node.func]
+        if node.kwargs:
+            raise SpecError(f"{node.func}() takes no keyword arguments", node.kwargs[0].loc, expected=doc)
+        if len(node.args) not in arities:
+            raise SpecError(f"{node.func}() takes {' or '.join(map(str, arities))} arguments, got {len(node.args)}",
+                            node.loc, span=len(node.func), expected=doc)
+        args = [self.eval(a) for a in node.args]
+        try:
+            return fn(*args)
+        except (ValueError, TypeError) as exc:
+            raise SpecError(f"{node.func}(): {exc}", node.loc, span=len(node.func), expected=doc) from None
+
+    def _BinOp(self, node: ast.BinOp):
+        left, right = self.eval(node.left), self.eval(node.right)
+        if node.op == "and":
+            return as_number(sp.And(truth(left), truth(right)))
+        if node.op == "or":
+            return as_number(sp.Or(truth(left), truth(right)))
+        if node.op in ("/", "//", "%") and right == 0:
+            raise SpecError("division by zero", node.loc)
+        return _BINARY[node.op](left, right)
+
+    def _UnaryOp(self, node: ast.UnaryOp):
+        value = self.eval(node.operand)
+        if node.op == "-":
+            return -value
+        return as_number(sp.Not(truth(value)))
+
+    def _Compare(self, node: ast.Compare):
+        return as_number(_COMPARE[node.op](self.eval(node.left), self.eval(node.right)))
+
+    def _Member(self, node: ast.Member):
+        if node.set_name not in self.sets:
+            raise SpecError(f"unknown layer set '{node.set_name}'", node.loc,
+                            expected=did_you_mean(node.set_name, self.sets))
+        item = self.eval(node.item)
+        if not isinstance(item, sp.Integer):
+            raise SpecError("'in' needs a concrete layer index on its left", node.loc)
+        return sp.Integer(int(int(item) in self.sets[node.set_name]))
+
+
+def require_integer(value, node: ast.Node, what: str) -> int:
+    """A concrete non-negative integer, or a located error saying what was wanted."""
+    if isinstance(value, sp.Integer) and value >= 0:
+        return int(value)
+    raise SpecError(f"{what} must be a non-negative integer, got {value}", node.loc, expected="an integer")

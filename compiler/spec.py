@@ -1,0 +1,316 @@
+"""The spec file as structured data: reads the YAML (with positions), checks its
+schema and parses every string with the DSL grammar. No costs are computed here;
+`build` turns a Spec into a graph."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..dsl import ast
+from ..dsl.errors import Loc, SpecError, did_you_mean
+from ..dsl.parser import parse_expr, parse_layer_set, parse_stmt
+from ..dsl.yamlload import Map, Seq, Text, load_yaml_file
+from .symbols import RESERVED
+
+TOP_KEYS = {"model", "source", "description", "imports", "dims", "max_context", "sets", "options", "formats",
+            "stores", "blocks", "elementwise", "stack", "claims", "claims_files", "notes"}
+LIB_KEYS = {"description", "imports", "blocks", "elementwise", "notes"}
+
+
+# ------------------------------------------------------------------ schema helpers
+def check_keys(node, allowed: set, required: set = frozenset(), what: str = "mapping") -> Map:
+    if not isinstance(node, Map):
+        loc = getattr(node, "loc", None)
+        raise SpecError(f"{what} must be a mapping", loc, expected=f"keys {', '.join(sorted(allowed))}")
+    for key in node:
+        if key not in allowed:
+            raise SpecError(f"unknown key '{key}' in {what}", node.key_loc(key), span=len(key),
+                            expected=did_you_mean(key, allowed))
+    for key in sorted(required):
+        if key not in node:
+            raise SpecError(f"{what} is missing '{key}'", node.loc, expected=f"a '{key}:' entry")
+    return node
+
+
+def text(node, what: str) -> Text:
+    if not isinstance(node, Text):
+        raise SpecError(f"{what} must be a single value (a string or number)", getattr(node, "loc", None))
+    return node
+
+
+def seq(node, what: str) -> Seq:
+    if isinstance(node, Text):  # a single item is a list of one
+        out = Seq([node])
+        out.loc = node.loc
+        return out
+    if not isinstance(node, Seq):
+        raise SpecError(f"{what} must be a list", getattr(node, "loc", None))
+    return node
+
+
+def name(node, what: str) -> Text:
+    value = text(node, what)
+    if not value.replace("_", "a").isalnum() or value[0].isdigit():
+        raise SpecError(f"{what} '{value}' is not a valid name", value.loc, span=len(value),
+                        expected="letters, digits and underscores, not starting with a digit")
+    return value
+
+
+# ------------------------------------------------------------------ parsed pieces
+@dataclass
+class StateDecl:
+    store: Text
+    entries: ast.Node
+    when: ast.Node | None
+    loc: Loc
+
+
+@dataclass
+class BlockDef:
+    name: str
+    doc: str
+    params: dict            # name -> default AST or None
+    inputs: dict            # tensor name -> width AST
+    outputs: list           # tensor names
+    ops: list               # ast.Stmt
+    state: list             # StateDecl
+    reads: list             # StateDecl
+    loc: Loc
+    file: str
+
+
+@dataclass
+class Segment:
+    name: str
+    block: BlockDef
+    layers: ast.LayerSetExpr | str | None   # a layer-set expression, a set name, or None
+    bindings: dict          # block param -> AST
+    start: ast.Node | None  # first new position this segment processes (default S)
+    stage: str
+    loc: Loc
+    state: list = field(default_factory=list)   # ("state" | "reads", StateDecl)
+
+
+@dataclass
+class OptionDef:
+    name: str
+    default: str
+    choices: dict           # choice -> {var: AST}
+    doc: str
+    loc: Loc
+
+
+@dataclass
+class StoreDef:
+    name: str
+    tags: tuple
+    bytes: dict             # format name (or 'default') -> AST bytes per entry
+    doc: str
+    loc: Loc
+
+
+@dataclass
+class FormatDef:
+    name: str
+    weights: dict           # param group (or 'default') -> AST bytes per parameter
+    default: bool
+    doc: str
+    loc: Loc
+
+
+@dataclass
+class Spec:
+    path: str
+    model: str
+    source: str
+    description: str
+    dims: dict              # name -> AST (or tuple of ASTs for lists), in order
+    max_context: ast.Node | None
+    sets: dict              # name -> LayerSetExpr
+    options: dict           # name -> OptionDef
+    formats: dict           # name -> FormatDef
+    stores: dict            # name -> StoreDef
+    blocks: dict            # name -> BlockDef
+    elementwise: set
+    stack: list             # Segment
+    claims: list = field(default_factory=list)       # raw Map nodes
+    claims_files: list = field(default_factory=list)
+    raw: Map | None = None
+
+    @property
+    def default_format(self) -> str:
+        for fmt in self.formats.values():
+            if fmt.default:
+                return fmt.name
+        return next(iter(self.formats), "default")
+
+
+# ------------------------------------------------------------------ loading
+def _parse_block(block_name: Text, node, file: str) -> BlockDef:
+    node = check_keys(node, {"doc", "params", "inputs", "outputs", "ops", "state", "reads"}, {"ops"},
+                      f"block '{block_name}'")
+    params: dict = {}
+    raw_params = node.get("params")
+    if isinstance(raw_params, Map):
+        for key, default in raw_params.items():
+            params[key] = parse_expr(text(default, f"default of '{key}'")) if default is not None else None
+    elif raw_params is not None:
+        for item in seq(raw_params, "params"):
+            params[str(name(item, "block parameter"))] = None
+    inputs: dict = {}
+    raw_inputs = node.get("inputs", None)
+    if raw_inputs is None:
+        raise SpecError(f"block '{block_name}' must declare its inputs and their widths", node.loc,
+                        expected="inputs: {x: d}")
+    for key, width in check_keys(raw_inputs, set(raw_inputs), set(), "inputs").items():
+        inputs[key] = parse_expr(text(width, f"width of input '{key}'"))
+    outputs = [str(name(o, "output")) for o in seq(node.get("outputs", Seq()), "outputs")] if "outputs" in node else []
+    ops = [parse_stmt(text(op, "op statement")) for op in seq(node["ops"], "ops")]
+    return BlockDef(str(block_name), str(node.get("doc", "") or ""), params, inputs, outputs or [ops[-1].targets[0]],
+                    ops, _state_decls(node.get("state")), _state_decls(node.get("reads")), block_name.loc, file)
+
+
+def _state_decls(node) -> list:
+    out = []
+    if node is None:
+        return out
+    for item in seq(node, "state declarations"):
+        item = check_keys(item, {"store", "entries", "when"}, {"store", "entries"}, "state declaration")
+        when = parse_expr(text(item["when"], "when")) if item.get("when") is not None else None
+        out.append(StateDecl(name(item["store"], "store"), parse_expr(text(item["entries"], "entries")), when, item.loc))
+    return out
+
+
+def _load_library(path: Path, blocks: dict, elementwise: set, seen: set):
+    path = path.resolve()
+    if path in seen:
+        return
+    seen.add(path)
+    raw = load_yaml_file(path)
+    raw = check_keys(raw, LIB_KEYS, set(), f"library {path.name}")
+    _collect_common(raw, path, blocks, elementwise, seen)
+
+
+def _collect_common(raw: Map, path: Path, blocks: dict, elementwise: set, seen: set):
+    for imp in seq(raw.get("imports", Seq()), "imports") if "imports" in raw else []:
+        target = (path.parent / str(text(imp, "import"))).resolve()
+        if not target.exists():
+            raise SpecError(f"imported file '{imp}' not found (looked for {target})", imp.loc, span=len(imp),
+                            expected="a path relative to the importing file")
+        _load_library(target, blocks, elementwise, seen)
+    for item in seq(raw.get("elementwise", Seq()), "elementwise") if "elementwise" in raw else []:
+        elementwise.add(str(name(item, "elementwise op")))
+    if "blocks" in raw:
+        for block_name, body in check_keys(raw["blocks"], set(raw["blocks"]), set(), "blocks").items():
+            key_text = Text(block_name, raw["blocks"].key_loc(block_name))
+            if block_name in blocks and blocks[block_name].file != str(path):
+                raise SpecError(f"block '{block_name}' is defined twice (also in {blocks[block_name].file})",
+                                key_text.loc)
+            blocks[block_name] = _parse_block(key_text, body, str(path))
+
+
+def load_spec(path: str | Path) -> Spec:
+    path = Path(path)
+    raw = load_yaml_file(path)
+    if raw is None:
+        raise SpecError("spec file is empty", Loc(str(path), 1, 1), expected="a mapping with 'model:' and 'stack:'")
+    raw = check_keys(raw, TOP_KEYS, {"model", "dims", "stack"}, "spec")
+    blocks: dict = {}
+    elementwise: set = set()
+    _collect_common(raw, path, blocks, elementwise, {path.resolve()})
+
+    dims: dict = {}
+    for key, value in check_keys(raw["dims"], set(raw["dims"]), set(), "dims").items():
+        if key in RESERVED:
+            raise SpecError(f"dimension name '{key}' is reserved", raw["dims"].key_loc(key), span=len(key),
+                            expected=f"a name other than {', '.join(sorted(RESERVED))}")
+        if isinstance(value, Seq):
+            dims[key] = tuple(parse_expr(text(v, key)) for v in value)
+        else:
+            dims[key] = parse_expr(text(value, f"dimension '{key}'"))
+
+    sets = {}
+    for key, value in (check_keys(raw["sets"], set(raw["sets"]), set(), "sets").items() if "sets" in raw else []):
+        sets[key] = parse_layer_set(text(value, f"layer set '{key}'"))
+
+    options = {}
+    for key, value in (raw["options"].items() if isinstance(raw.get("options"), Map) else []):
+        value = check_keys(value, {"default", "choices", "doc"}, {"default", "choices"}, f"option '{key}'")
+        choices = {}
+        for choice, binds in check_keys(value["choices"], set(value["choices"]), set(), "choices").items():
+            binds = binds or Map()
+            choices[choice] = {var: parse_expr(text(v, var)) for var, v in
+                               check_keys(binds, set(binds), set(), f"choice '{choice}'").items()}
+        default = text(value["default"], "default")
+        if default not in choices:
+            raise SpecError(f"default '{default}' is not one of the choices of option '{key}'", default.loc,
+                            expected=did_you_mean(default, choices))
+        options[key] = OptionDef(key, str(default), choices, str(value.get("doc") or ""), value.loc)
+
+    formats = {}
+    for key, value in (raw["formats"].items() if isinstance(raw.get("formats"), Map) else []):
+        value = check_keys(value or Map(), {"default", "weights", "doc"}, set(), f"format '{key}'")
+        weights = {g: parse_expr(text(v, g)) for g, v in (value.get("weights") or {}).items()}
+        formats[key] = FormatDef(key, weights, str(value.get("default", "false")).lower() == "true",
+                                 str(value.get("doc") or ""), raw["formats"].key_loc(key))
+
+    stores = {}
+    for key, value in (raw["stores"].items() if isinstance(raw.get("stores"), Map) else []):
+        value = check_keys(value, {"tags", "bytes", "doc"}, {"bytes"}, f"store '{key}'")
+        byte_map = value["bytes"]
+        if isinstance(byte_map, Text):
+            per_format = {"default": parse_expr(byte_map)}
+        else:
+            per_format = {f: parse_expr(text(v, f)) for f, v in check_keys(byte_map, set(byte_map), set(), "bytes").items()}
+            for fmt_name in per_format:
+                if fmt_name != "default" and fmt_name not in formats:
+                    raise SpecError(f"store '{key}' gives bytes for unknown format '{fmt_name}'",
+                                    byte_map.key_loc(fmt_name), expected=did_you_mean(fmt_name, formats))
+        tags = tuple(str(t) for t in seq(value["tags"], "tags")) if "tags" in value else ()
+        stores[key] = StoreDef(key, tags, per_format, str(value.get("doc") or ""), raw["stores"].key_loc(key))
+
+    stack = []
+    for item in seq(raw["stack"], "stack"):
+        item = check_keys(item, {"name", "layers", "block", "ops", "inputs", "outputs", "with", "start", "stage",
+                                 "doc", "state", "reads"}, {"name"}, "stack entry")
+        seg_name = name(item["name"], "segment name")
+        if "block" in item and "ops" in item:
+            raise SpecError(f"segment '{seg_name}' has both 'block' and 'ops'", item.loc, expected="one of them")
+        if "block" in item:
+            block_ref = name(item["block"], "block")
+            if block_ref not in blocks:
+                raise SpecError(f"unknown block '{block_ref}'", block_ref.loc, span=len(block_ref),
+                                expected=did_you_mean(block_ref, blocks))
+            block = blocks[block_ref]
+        elif "ops" in item:
+            inline = Map({k: item[k] for k in ("ops", "inputs", "outputs") if k in item})
+            inline.loc, inline.key_locs = item.loc, {}
+            block = _parse_block(seg_name, inline, str(path))
+        else:
+            raise SpecError(f"segment '{seg_name}' needs 'block:' or 'ops:'", item.loc)
+        layers = None
+        if "layers" in item:
+            layer_text = text(item["layers"], "layers")
+            layers = str(layer_text) if str(layer_text) in sets else parse_layer_set(layer_text)
+        bindings = {}
+        for key, value in (item.get("with") or {}).items():
+            if key not in block.params:
+                raise SpecError(f"block '{block.name}' has no parameter '{key}'", item["with"].key_loc(key),
+                                span=len(key), expected=did_you_mean(key, block.params))
+            bindings[key] = parse_expr(text(value, key))
+        start = parse_expr(text(item["start"], "start")) if "start" in item else None
+        stage = str(item.get("stage") or seg_name)
+        seg_state = [("state", d) for d in _state_decls(item.get("state"))] + \
+                    [("reads", d) for d in _state_decls(item.get("reads"))]
+        stack.append(Segment(str(seg_name), block, layers, bindings, start, stage, item.loc, seg_state))
+
+    claims_files = [str(text(c, "claims file")) for c in seq(raw["claims_files"], "claims_files")] \
+        if "claims_files" in raw else []
+    spec = Spec(str(path), str(raw["model"]), str(raw.get("source") or ""), str(raw.get("description") or ""),
+                dims, parse_expr(text(raw["max_context"], "max_context")) if "max_context" in raw else None,
+                sets, options, formats, stores, blocks, elementwise, stack,
+                list(seq(raw["claims"], "claims")) if "claims" in raw else [], claims_files, raw)
+    if not spec.formats:
+        spec.formats["default"] = FormatDef("default", {"default": parse_expr("2", "<builtin>")}, True, "", raw.loc)
+    return spec

@@ -1,0 +1,183 @@
+"""The `specc` command line: verify, eval, check and graph."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+import sympy as sp
+
+from .dsl.errors import SpecError
+
+
+def _fail(exc: SpecError, code: int = 2):
+    click.echo(exc.render(), err=True)
+    sys.exit(code)
+
+
+def _load(path):
+    from .compiler.spec import load_spec
+
+    return load_spec(path)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except SpecError as exc:
+            _fail(exc)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="specc")
+def main():
+    """specc — LLM architectures as data; every cost exact; every printed number checked.
+
+    \b
+    specc verify specs/*.yaml                      check every claim of the shipped specs
+    specc eval specs/qwen3_8b.yaml 'flops(P=8192)' one exact number
+    specc check specs/my_model.yaml                parse and validate only
+    specc graph specs/qwen3_8b.yaml --format dot   the compiled graph
+    """
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--claims", "claim_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Extra claim files (YAML with a 'claims:' list), checked against every SPEC.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "md"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--only", default=None, help="Only claims whose id contains this text.")
+def verify(specs, claim_files, fmt, only):
+    """Check every claim of each SPEC: PASS / FAIL / XFAIL / XPASS / ERROR.
+
+    Each claim is a number a source document prints, with the query that
+    recomputes it; the printed digits set the tolerance. Exit status: 0 when every
+    claim is PASS or XFAIL, 1 when any is FAIL, XPASS or ERROR, 2 on a spec or
+    usage error.
+
+    \b
+    specc verify specs/qwen3_8b.yaml specs/deepseek_v41.yaml
+    specc verify specs/*.yaml --format json > results.json
+    specc verify specs/qwen3_8b.yaml --only prefill
+    """
+    from .verify.claims import verify_spec
+    from .verify.output import FORMATS
+
+    results = []
+    for path in specs:
+        results.extend(verify_spec(_load(path), claim_files))
+    if only:
+        results = [r for r in results if only in r.claim.id]
+    click.echo(FORMATS[fmt](results))
+    bad = [r for r in results if r.verdict in ("FAIL", "XPASS", "ERROR")]
+    sys.exit(1 if bad else 0)
+
+
+def _json_value(value):
+    if isinstance(value, sp.Integer):
+        return int(value)
+    if isinstance(value, sp.Rational):
+        return f"{value.p}/{value.q}"
+    return str(value)
+
+
+@main.command("eval")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.argument("queries", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list: query, value, float, unit, extrapolated.")
+@click.option("--symbolic", is_flag=True,
+              help="Allow scenario symbols as arguments (e.g. P=P) and print the expression.")
+def eval_(spec, queries, as_json, symbolic):
+    """Evaluate QUERIES against SPEC and print exact results.
+
+    \b
+    Scenario arguments: B requests (default 1), S cached tokens (default 0),
+    P new tokens, G generated tokens, H context length.
+    \b
+    specc eval specs/qwen3_8b.yaml 'flops(B=1, S=0, P=8192)'
+    specc eval specs/qwen3_8b.yaml 'params(group=dense_shared_ffn) / params()'
+    specc eval specs/qwen3_8b.yaml 'state_bytes(H=8192)' 'b_max(device=rtx_4090, H=8192, workspace=2 GiB)'
+    specc eval specs/qwen3_8b.yaml --symbolic 'flops(B=B, S=S, P=P)'
+    \b
+    Queries: params, weight_bytes, weight_read_bytes, flops, scalar_work, request_flops,
+    pairs, kv_bytes_per_token, state_bytes, decode_read_bytes, request_read_bytes,
+    b_max, op_count, dim; combine them with + - * / // floor ceil min max.
+    """
+    from .compiler.queries import QueryEngine
+    from .dsl.units import DISPLAY, dims_name
+
+    engine = QueryEngine(_load(spec))
+    rows = []
+    for text in queries:
+        result = engine.evaluate_text(text, "<query>", symbolic_ok=symbolic)
+        value = result.value
+        unit = DISPLAY.get(result.dims, dims_name(result.dims))
+        rows.append({"query": text, "value": _json_value(value),
+                     "float": float(value) if value.is_number else None,
+                     "unit": unit, "extrapolated": result.extrapolated})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        flag = "  (extrapolated)" if row["extrapolated"] else ""
+        value = row["value"]
+        pretty = f"{value:,}" if isinstance(value, int) else str(value)
+        approx = f"  ≈ {row['float']:.6g}" if row["float"] is not None and not isinstance(value, int) else ""
+        click.echo(f"{row['query']} = {pretty} {row['unit']}{approx}{flag}".rstrip())
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+def check(specs):
+    """Parse, compile and shape-check each SPEC without evaluating claims.
+
+    \b
+    specc check specs/*.yaml
+    """
+    from .compiler.build import compile_spec
+    from .verify.claims import load_claims
+
+    for path in specs:
+        spec = _load(path)
+        model = compile_spec(spec)
+        claims = load_claims(spec)
+        click.echo(f"{path}: ok — {len(model.ops)} op nodes, {len(model.graph.edges)} tensor edges, "
+                   f"{len(spec.stores)} state stores, {len(claims)} claims")
+
+
+@main.command()
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["json", "dot"]), default="dot", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here instead of stdout.")
+@click.option("--option", "options", multiple=True, metavar="NAME=CHOICE",
+              help="Choose a spec option, e.g. --option mode=reference.")
+def graph(spec, fmt, output, options):
+    """Print the compiled op graph of SPEC as node-link JSON or DOT text.
+
+    \b
+    specc graph specs/qwen3_8b.yaml --format json -o qwen3.json
+    specc graph specs/deepseek_v41.yaml --option mode=reference --format dot
+    """
+    from .compiler.build import compile_spec
+    from .render.graph_export import to_dot, to_json
+
+    choices = {}
+    for item in options:
+        if "=" not in item:
+            raise click.BadParameter(f"'{item}' is not NAME=CHOICE", param_hint="--option")
+        key, value = item.split("=", 1)
+        choices[key.strip()] = value.strip()
+    model = compile_spec(_load(spec), **choices)
+    text = to_json(model) if fmt == "json" else to_dot(model)
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    else:
+        click.echo(text)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
