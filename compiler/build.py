@@ -256,8 +256,10 @@ class _Builder:
         if "when" in kwargs:
             active = as_number(ev(kwargs["when"][1].value))
             if active == 0:
+                # a disabled op leaves existing tensors as they were (so `x = f(x); when=c`
+                # is an optional update) and leaves new names undefined
                 for target in stmt.targets:
-                    tensors[target] = None
+                    tensors.setdefault(target, None)
                 return
         func = stmt.func
         if func in self.spec.blocks and func not in prim.RULES:
@@ -291,7 +293,8 @@ class _Builder:
         input_tensors = [(a.id, tensors[a.id]) for a in stmt.args if isinstance(a, ast.Name) and a.id in tensors]
         component = opts.get("component") or prim.DEFAULT_COMPONENT.get(cost.kind) or \
             (cost.weights[0].group if cost.weights else cost.kind)
-        node = OpNode(node_id, name, cost.kind, seg.name, opts.get("stage", seg.stage), component, layers, mult,
+        stage = seg.op_stages.get(stmt.targets[0], opts.get("stage", seg.stage))
+        node = OpNode(node_id, name, cost.kind, seg.name, stage, component, layers, mult,
                       cost.weights, active * cost.flops, active * cost.scalar, cost.lookup_bytes_per_param,
                       active * cost.lookup_rows, cost.experts, input_tensors[0][1].rows if input_tensors else sp.Integer(0),
                       cost.formula, stmt, input_tensors, [])

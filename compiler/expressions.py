@@ -132,6 +132,15 @@ class Evaluator:
         return values[int(index)]
 
     def _Call(self, node: ast.Call):
+        if node.func == "if" and len(node.args) == 3 and not node.kwargs:
+            # lazy: only the chosen branch is evaluated when the condition is decidable,
+            # so if(r > 0, compressed_pairs(..., r, ...), 0) is fine for r = 0
+            cond = truth(self.eval(node.args[0]))
+            if cond is sp.true:
+                return self.eval(node.args[1])
+            if cond is sp.false:
+                return self.eval(node.args[2])
+            return sp.Piecewise((self.eval(node.args[1]), cond), (self.eval(node.args[2]), True))
         if node.func not in FUNCTIONS:
             raise SpecError(f"unknown function '{node.func}'", node.loc, span=len(node.func),
                             expected=did_you_mean(node.func, FUNCTIONS))
@@ -148,7 +157,13 @@ class Evaluator:
             raise SpecError(f"{node.func}(): {exc}", node.loc, span=len(node.func), expected=doc) from None
 
     def _BinOp(self, node: ast.BinOp):
-        left, right = self.eval(node.left), self.eval(node.right)
+        left = self.eval(node.left)
+        # short-circuit, so `owner and floor(n/r) > 0` is fine where r = 0 and owner = 0
+        if node.op == "and" and truth(left) is sp.false:
+            return sp.Integer(0)
+        if node.op == "or" and truth(left) is sp.true:
+            return sp.Integer(1)
+        right = self.eval(node.right)
         if node.op == "and":
             return as_number(sp.And(truth(left), truth(right)))
         if node.op == "or":

@@ -125,14 +125,16 @@ def matmul(ctx: OpContext) -> OpCost:
 
 
 def lookup(ctx: OpContext) -> OpCost:
-    """e = lookup(ids, table[V, d]): no FLOPs; reads one row of d per id."""
+    """e = lookup(ids, table[V, d]; per_row=k): no FLOPs; gathers k rows of width d
+    per input row (one by default) and concatenates them: [rows, k*d]."""
     ctx.n_targets(1)
     ids_name, ids = ctx.tensor(ctx.stmt.args[0])
     table = ctx.weight(ctx.stmt.args[1], ctx.arg("group", "other"))
     if len(table.shape) != 2:
         raise SpecError("lookup table must be [rows, width]", ctx.stmt.args[1].loc)
-    return OpCost("lookup", [Tensor(ids.rows, table.shape[1])], [table], lookup_bytes_per_param=True,
-                  lookup_rows=ids.rows, formula="0 (row reads)")
+    per_row = ctx.arg("per_row", sp.Integer(1))
+    return OpCost("lookup", [Tensor(ids.rows, per_row * table.shape[1])], [table], lookup_bytes_per_param=True,
+                  lookup_rows=per_row * ids.rows, formula="0 (row reads)")
 
 
 def attend(ctx: OpContext) -> OpCost:
@@ -239,8 +241,8 @@ def elementwise(ctx: OpContext) -> OpCost:
     if not tensors:
         raise SpecError(f"{ctx.stmt.func}() needs at least one input tensor", ctx.stmt.loc)
     first = tensors[0][1]
-    width = ctx.arg("width", first.width)
-    return OpCost("elementwise", [Tensor(first.rows, width) for _ in ctx.stmt.targets], weights,
+    width, rows = ctx.arg("width", first.width), ctx.arg("rows", first.rows)
+    return OpCost("elementwise", [Tensor(rows, width) for _ in ctx.stmt.targets], weights,
                   scalar=ctx.arg("work", sp.Integer(0)), formula="0 (element-wise)")
 
 
@@ -253,10 +255,10 @@ NAME_KWARGS = {"group", "component", "stage"}
 
 # op-specific keyword arguments (beyond COMMON_KWARGS); anything else is an error
 RULE_KWARGS = {
-    "@": {"groups", "experts"}, "lookup": set(), "attend": {"heads", "qk", "v", "pairs", "check_q"},
+    "@": {"groups", "experts"}, "lookup": {"per_row"}, "attend": {"heads", "qk", "v", "pairs", "check_q"},
     "score": {"heads", "width", "pairs", "out"}, "work": {"flops", "scalar", "width", "rows"},
     "route": {"top_k"}, "combine": {"top_k"}, "select": {"rows"}, "split": set(), "concat": set(),
-    "view": {"rows", "width"}, "param": set(), "elementwise": {"work", "width"},
+    "view": {"rows", "width"}, "param": set(), "elementwise": {"work", "width", "rows"},
 }
 
 # the FLOPs component an op reports under when the spec does not say

@@ -76,6 +76,39 @@ def _hardware_file(spec_path: str, device: str, loc) -> Path:
     raise SpecError(f"unknown device '{device}'", loc, span=len(device), expected=did_you_mean(device, known))
 
 
+def _nondecreasing(expr, var) -> bool:
+    """True when expr is built from var with + and positive scaling, floor, ceiling,
+    Min and Max only, so it never decreases as var grows."""
+    if not expr.has(var) or expr == var:
+        return True
+    if isinstance(expr, (sp.Add, sp.Min, sp.Max, sp.floor, sp.ceiling)):
+        return all(_nondecreasing(a, var) for a in expr.args)
+    if isinstance(expr, sp.Mul):
+        consts = [a for a in expr.args if not a.has(var)]
+        rest = [a for a in expr.args if a.has(var)]
+        return len(rest) == 1 and all(c.is_nonnegative for c in consts) and _nondecreasing(rest[0], var)
+    return False
+
+
+def _settle_conditions(expr, var, lo, hi):
+    """Over var in [lo, hi) with concrete bounds, decide conditions such as
+    `floor((var+1)/r) > 0` that are monotone in var and agree at both ends, so the
+    sum over decode steps has a closed form."""
+    if not (isinstance(lo, sp.Integer) and isinstance(hi, sp.Integer)) or hi <= lo:
+        return expr
+    replacements = {}
+    for rel in expr.atoms(sp.core.relational.Relational):
+        if not rel.has(var) or not isinstance(rel, (sp.Gt, sp.Ge, sp.Lt, sp.Le)):
+            continue
+        diff = rel.lhs - rel.rhs if isinstance(rel, (sp.Gt, sp.Ge)) else rel.rhs - rel.lhs
+        if not _nondecreasing(diff, var):
+            continue
+        first, last = rel.subs(var, lo), rel.subs(var, hi - 1)
+        if first == last and first in (sp.true, sp.false):
+            replacements[rel] = first
+    return expr.xreplace(replacements) if replacements else expr
+
+
 class QueryEngine:
     def __init__(self, spec: Spec):
         self.spec = spec
@@ -232,7 +265,8 @@ class QueryEngine:
         total = self._sum(model, "flops", a.filters(), a.loc)
         prefill = total.xreplace({B: batch, S: cached, P: new})
         step = total.xreplace({P: sp.Integer(1), B: batch}).xreplace({S: _L})
-        decode = range_sum(step, _L, cached + new, cached + new + gen - 1)
+        lo, hi = cached + new, cached + new + gen - 1
+        decode = range_sum(_settle_conditions(step, _L, lo, hi), _L, lo, hi)
         return Quantity(prefill + decode, FLOPS, ext)
 
     def q_pairs(self, model, a):
@@ -275,7 +309,8 @@ class QueryEngine:
         ext = a.check_context(model, cached + new + gen - 1)
         fmt = self._format(a.name("format"), a.loc)
         per_step = self._state_expr(model, model.reads, fmt, self._stores(a.name("component"), a.loc))
-        total = range_sum(per_step.xreplace({H: _L}), _L, cached + new, cached + new + gen - 1)
+        lo, hi = cached + new, cached + new + gen - 1
+        total = range_sum(_settle_conditions(per_step.xreplace({H: _L}), _L, lo, hi), _L, lo, hi)
         return Quantity(batch * total, BYTES, ext)
 
     def q_b_max(self, model, a):

@@ -90,6 +90,7 @@ class Segment:
     stage: str
     loc: Loc
     state: list = field(default_factory=list)   # ("state" | "reads", StateDecl)
+    op_stages: dict = field(default_factory=dict)  # op target name -> stage it is attributed to
 
 
 @dataclass
@@ -273,7 +274,7 @@ def load_spec(path: str | Path) -> Spec:
     stack = []
     for item in seq(raw["stack"], "stack"):
         item = check_keys(item, {"name", "layers", "block", "ops", "inputs", "outputs", "with", "start", "stage",
-                                 "doc", "state", "reads"}, {"name"}, "stack entry")
+                                 "doc", "state", "reads", "op_stages"}, {"name"}, "stack entry")
         seg_name = name(item["name"], "segment name")
         if "block" in item and "ops" in item:
             raise SpecError(f"segment '{seg_name}' has both 'block' and 'ops'", item.loc, expected="one of them")
@@ -303,7 +304,8 @@ def load_spec(path: str | Path) -> Spec:
         stage = str(item.get("stage") or seg_name)
         seg_state = [("state", d) for d in _state_decls(item.get("state"))] + \
                     [("reads", d) for d in _state_decls(item.get("reads"))]
-        stack.append(Segment(str(seg_name), block, layers, bindings, start, stage, item.loc, seg_state))
+        op_stages = {str(k): str(text(v, "stage")) for k, v in (item.get("op_stages") or {}).items()}
+        stack.append(Segment(str(seg_name), block, layers, bindings, start, stage, item.loc, seg_state, op_stages))
 
     claims_files = [str(text(c, "claims file")) for c in seq(raw["claims_files"], "claims_files")] \
         if "claims_files" in raw else []
