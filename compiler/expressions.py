@@ -30,7 +30,9 @@ def as_number(cond) -> sp.Basic:
     if cond is sp.false:
         return sp.Integer(0)
     if isinstance(cond, (sp.logic.boolalg.Boolean, sp.core.relational.Relational)):
-        return sp.Piecewise((1, cond), (0, True))
+        # evaluate=False: sympy's Piecewise canonicalisation (solving the condition as a
+        # set) dominates compile time; substitution later decides the condition anyway
+        return sp.Piecewise((1, cond), (0, True), evaluate=False)
     return cond
 
 
@@ -40,7 +42,7 @@ def _if(cond, then, otherwise):
         return then
     if c is sp.false:
         return otherwise
-    return sp.Piecewise((then, c), (otherwise, True))
+    return sp.Piecewise((then, c), (otherwise, True), evaluate=False)
 
 
 def _ceil_div(a, b):
@@ -140,7 +142,7 @@ class Evaluator:
                 return self.eval(node.args[1])
             if cond is sp.false:
                 return self.eval(node.args[2])
-            return sp.Piecewise((self.eval(node.args[1]), cond), (self.eval(node.args[2]), True))
+            return sp.Piecewise((self.eval(node.args[1]), cond), (self.eval(node.args[2]), True), evaluate=False)
         if node.func not in FUNCTIONS:
             raise SpecError(f"unknown function '{node.func}'", node.loc, span=len(node.func),
                             expected=did_you_mean(node.func, FUNCTIONS))

@@ -53,7 +53,8 @@ class OpCost:
 
 
 def _same(a, b) -> bool:
-    return sp.simplify(a - b) == 0
+    diff = sp.expand(a - b)
+    return diff == 0 or (not diff.is_number and sp.simplify(diff) == 0)
 
 
 def check_width(tensor_name: str, tensor: Tensor, expected, node: ast.Node, what: str):
@@ -185,7 +186,7 @@ def combine(ctx: OpContext) -> OpCost:
     """y = combine(r; top_k=k): weighted sum of k expert rows: [rows/k, w]."""
     _, x = ctx.tensor(ctx.stmt.args[0])
     k = ctx.arg("top_k", required=True)
-    return OpCost("combine", [Tensor(sp.simplify(x.rows / k), x.width)], formula="0")
+    return OpCost("combine", [Tensor(sp.cancel(x.rows / k), x.width)], formula="0")
 
 
 def select(ctx: OpContext) -> OpCost:

@@ -315,6 +315,7 @@ class QueryEngine:
 
     def q_b_max(self, model, a):
         device = a.name("device", required=True)
+        a.used.add("H")
         path = _hardware_file(self.spec.path, device, a.loc)
         hw = load_yaml_file(path)
         if not hasattr(hw, "get") or "memory" not in hw:
@@ -509,6 +510,8 @@ class _QueryEvaluator:
             if len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
                 raise SpecError("dim() takes one dimension name", node.loc, expected="dim(d)")
             key = node.args[0].id
+            if key == "max_context" and spec.max_context is not None:
+                return Quantity(engine.model({}).max_context, NONE)
             if key not in spec.dims:
                 raise SpecError(f"unknown dimension '{key}'", node.args[0].loc, span=len(key),
                                 expected=did_you_mean(key, spec.dims))

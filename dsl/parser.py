@@ -27,8 +27,10 @@ _WHAT = {
 
 @lru_cache(maxsize=None)
 def _parser() -> Lark:
+    # cache=True keeps the built LALR tables in the temp dir: building them costs
+    # more than parsing a whole spec
     return Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr", start=list(_WHAT),
-                propagate_positions=True, maybe_placeholders=True)
+                propagate_positions=True, maybe_placeholders=True, cache=True)
 
 
 class _Source:

@@ -37,9 +37,9 @@ def main():
 
     \b
     specc verify specs/*.yaml                      check every claim of the shipped specs
-    specc eval specs/qwen3_8b.yaml 'flops(P=8192)' one exact number
-    specc check specs/my_model.yaml                parse and validate only
-    specc graph specs/qwen3_8b.yaml --format dot   the compiled graph
+    specc eval specs/<model>.yaml 'flops(P=8192)'  one exact number
+    specc check specs/<model>.yaml               parse and validate only
+    specc graph specs/<model>.yaml --format dot    the compiled graph
     """
 
 
@@ -59,9 +59,9 @@ def verify(specs, claim_files, fmt, only):
     usage error.
 
     \b
-    specc verify specs/qwen3_8b.yaml specs/deepseek_v41.yaml
+    specc verify specs/<model>.yaml specs/<other>.yaml
     specc verify specs/*.yaml --format json > results.json
-    specc verify specs/qwen3_8b.yaml --only prefill
+    specc verify specs/<model>.yaml --only prefill
     """
     from .verify.claims import verify_spec
     from .verify.output import FORMATS
@@ -97,10 +97,10 @@ def eval_(spec, queries, as_json, symbolic):
     Scenario arguments: B requests (default 1), S cached tokens (default 0),
     P new tokens, G generated tokens, H context length.
     \b
-    specc eval specs/qwen3_8b.yaml 'flops(B=1, S=0, P=8192)'
-    specc eval specs/qwen3_8b.yaml 'params(group=dense_shared_ffn) / params()'
-    specc eval specs/qwen3_8b.yaml 'state_bytes(H=8192)' 'b_max(device=rtx_4090, H=8192, workspace=2 GiB)'
-    specc eval specs/qwen3_8b.yaml --symbolic 'flops(B=B, S=S, P=P)'
+    specc eval specs/<model>.yaml 'flops(B=1, S=0, P=8192)'
+    specc eval specs/<model>.yaml 'params(group=dense_shared_ffn) / params()'
+    specc eval specs/<model>.yaml 'state_bytes(H=8192)' 'b_max(device=rtx_4090, H=8192, workspace=2 GiB)'
+    specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
     \b
     Queries: params, weight_bytes, weight_read_bytes, flops, scalar_work, request_flops,
     pairs, kv_bytes_per_token, state_bytes, decode_read_bytes, request_read_bytes,
@@ -158,8 +158,8 @@ def graph(spec, fmt, output, options):
     """Print the compiled op graph of SPEC as node-link JSON or DOT text.
 
     \b
-    specc graph specs/qwen3_8b.yaml --format json -o qwen3.json
-    specc graph specs/deepseek_v41.yaml --option mode=reference --format dot
+    specc graph specs/<model>.yaml --format json -o graph.json
+    specc graph specs/<model>.yaml --option mode=reference --format dot
     """
     from .compiler.build import compile_spec
     from .render.graph_export import to_dot, to_json
