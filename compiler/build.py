@@ -155,13 +155,12 @@ class _Builder:
                 groups[key] = (env, bound, [])
                 order.append(key)
             groups[key][2].append(layer)
-        last_output = stream
         group_outputs = {}
         for gi, key in enumerate(order):
             env, bound, members = groups[key]
             layer_tuple = tuple(l for l in members if l is not None)
             prefix = seg.name if len(order) == 1 else f"{seg.name}#{gi}"
-            outputs, first_consumers = self._instantiate(seg.block, env, bound, prefix, seg, layer_tuple,
+            outputs = self._instantiate(seg.block, env, bound, prefix, seg, layer_tuple,
                                                          len(members), stream, defaults={"stage": seg.stage},
                                                          extra_state=seg.state)
             group_outputs[gi] = outputs
@@ -181,7 +180,7 @@ class _Builder:
                 run_start = None
         last_group = key_of[layers[-1]]
         out = group_outputs[last_group]
-        return out[0] if out else last_output
+        return out[0] if out else stream
 
     def _bind(self, block: BlockDef, bindings: dict, env: dict, where) -> dict:
         bound = {}
@@ -236,7 +235,7 @@ class _Builder:
                     if factor == 0:
                         continue
                 sink.append(StateUse(str(decl.store), factor * ev(decl.entries), layers, mult, seg.name))
-        return outs, None
+        return outs
 
     def _op(self, stmt: ast.Stmt, tensors, local, ev, prefix, seg, layers, mult, defaults, overrides):
         kwargs = {}
@@ -335,7 +334,7 @@ class _Builder:
         sub_env = {k: local[k] for k in ("start", "cnt", "m") if k in local}
         env = dict(self.env)
         env.update(sub_env)
-        outs, _ = self._instantiate(block, env, bound, f"{prefix}.{stmt.targets[0]}", seg, layers, mult, None,
+        outs = self._instantiate(block, env, bound, f"{prefix}.{stmt.targets[0]}", seg, layers, mult, None,
                                     defaults=defaults, inputs=given, where=stmt, overrides=overrides)
         if len(outs) != len(stmt.targets):
             raise SpecError(f"block '{block.name}' returns {len(outs)} tensor(s), but {len(stmt.targets)} names are given",

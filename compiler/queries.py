@@ -137,7 +137,7 @@ class QueryEngine:
             else:
                 picked = [o for o in ops if getattr(o, key) == value]
                 known = {getattr(o, key) for o in model.ops}
-            if not any(True for o in model.ops if (o in picked)) and str(value) not in known:
+            if not picked and str(value) not in known:
                 raise SpecError(f"no op has {key} '{value}'", loc, expected=did_you_mean(str(value), known))
             ops = picked
         return ops
@@ -292,7 +292,7 @@ class QueryEngine:
 
     def q_decode_read_bytes(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B", 1)
-        ext = a.check_context(model, length + 1)
+        ext = a.check_context(model, length)   # a snapshot read at length H, like state_bytes
         fmt = self._format(a.name("format"), a.loc)
         component = a.name("component")
         total = sp.Integer(0)

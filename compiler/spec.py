@@ -33,9 +33,12 @@ def check_keys(node, allowed: set, required: set = frozenset(), what: str = "map
     return node
 
 
-def text(node, what: str) -> Text:
+def text(node, what: str, at=None) -> Text:
+    """A scalar; `at` (a Loc) locates the error when the value is missing entirely."""
     if not isinstance(node, Text):
-        raise SpecError(f"{what} must be a single value (a string or number)", getattr(node, "loc", None))
+        loc = getattr(node, "loc", None) or at
+        problem = "is empty" if node is None else "must be a single value (a string or number)"
+        raise SpecError(f"{what} {problem}", loc, expected="a value such as 4096 or an expression")
     return node
 
 
@@ -229,7 +232,7 @@ def load_spec(path: str | Path) -> Spec:
         if isinstance(value, Seq):
             dims[key] = tuple(parse_expr(text(v, key)) for v in value)
         else:
-            dims[key] = parse_expr(text(value, f"dimension '{key}'"))
+            dims[key] = parse_expr(text(value, f"dimension '{key}'", raw["dims"].key_loc(key)))
 
     sets = {}
     for key, value in (check_keys(raw["sets"], set(raw["sets"]), set(), "sets").items() if "sets" in raw else []):
@@ -252,7 +255,10 @@ def load_spec(path: str | Path) -> Spec:
     formats = {}
     for key, value in (raw["formats"].items() if isinstance(raw.get("formats"), Map) else []):
         value = check_keys(value or Map(), {"default", "weights", "doc"}, set(), f"format '{key}'")
-        weights = {g: parse_expr(text(v, g)) for g, v in (value.get("weights") or {}).items()}
+        if value.get("weights") is not None:
+            check_keys(value["weights"], set(value["weights"]) if isinstance(value["weights"], Map) else set(),
+                       set(), f"weights of format '{key}'")
+        weights = {g: parse_expr(text(v, g, value["weights"].key_loc(g))) for g, v in (value.get("weights") or {}).items()}
         formats[key] = FormatDef(key, weights, str(value.get("default", "false")).lower() == "true",
                                  str(value.get("doc") or ""), raw["formats"].key_loc(key))
 
@@ -260,6 +266,9 @@ def load_spec(path: str | Path) -> Spec:
     for key, value in (raw["stores"].items() if isinstance(raw.get("stores"), Map) else []):
         value = check_keys(value, {"tags", "bytes", "doc"}, {"bytes"}, f"store '{key}'")
         byte_map = value["bytes"]
+        if byte_map is None:
+            raise SpecError(f"store '{key}' has empty bytes", raw["stores"].key_loc(key),
+                            expected="bytes: <expression> or bytes: {format: <expression>}")
         if isinstance(byte_map, Text):
             per_format = {"default": parse_expr(byte_map)}
         else:
@@ -295,6 +304,9 @@ def load_spec(path: str | Path) -> Spec:
             layer_text = text(item["layers"], "layers")
             layers = str(layer_text) if str(layer_text) in sets else parse_layer_set(layer_text)
         bindings = {}
+        if item.get("with") is not None:
+            check_keys(item["with"], set(item["with"]) if isinstance(item["with"], Map) else set(), set(),
+                       f"'with' of segment '{seg_name}'")
         for key, value in (item.get("with") or {}).items():
             if key not in block.params:
                 raise SpecError(f"block '{block.name}' has no parameter '{key}'", item["with"].key_loc(key),
@@ -309,8 +321,8 @@ def load_spec(path: str | Path) -> Spec:
 
     claims_files = [str(text(c, "claims file")) for c in seq(raw["claims_files"], "claims_files")] \
         if "claims_files" in raw else []
-    spec = Spec(str(path), str(raw["model"]), str(raw.get("source") or ""), str(raw.get("description") or ""),
-                dims, parse_expr(text(raw["max_context"], "max_context")) if "max_context" in raw else None,
+    spec = Spec(str(path), str(text(raw["model"], "model", raw.key_loc("model"))), str(raw.get("source") or ""), str(raw.get("description") or ""),
+                dims, parse_expr(text(raw["max_context"], "max_context", raw.key_loc("max_context"))) if "max_context" in raw else None,
                 sets, options, formats, stores, blocks, elementwise, stack,
                 list(seq(raw["claims"], "claims")) if "claims" in raw else [], claims_files, raw)
     if not spec.formats:

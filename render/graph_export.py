@@ -52,6 +52,7 @@ def to_dot(model: Model) -> str:
             lines.append(f"    {_q(node_id)} [label={_q(label)}];")
         lines.append("  }")
     for u, v, data in model.graph.edges(data=True):
-        lines.append(f"  {_q(u)} -> {_q(v)} [label={_q(f'{data['tensor']} [{data['rows']}, {data['width']}]')}];")
+        label = f"{data['tensor']} [{data['rows']}, {data['width']}]"
+        lines.append(f"  {_q(u)} -> {_q(v)} [label={_q(label)}];")
     lines.append("}")
     return "\n".join(lines)
