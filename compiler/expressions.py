@@ -20,6 +20,9 @@ def truth(value) -> sp.Basic:
     """A sympy condition from a number or a condition (non-zero means true)."""
     if isinstance(value, (sp.logic.boolalg.Boolean, sp.core.relational.Relational)):
         return value
+    if isinstance(value, sp.Piecewise) and len(value.args) == 2 and value.args[0][0] == 1 \
+            and value.args[1] == (0, True):
+        return value.args[0][1]  # a condition stored as 1/0 by as_number: unwrap, don't re-solve
     return sp.Ne(value, 0)
 
 
