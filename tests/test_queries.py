@@ -75,13 +75,20 @@ def test_qwen_kv_bytes_per_token(qwen_engine):
     assert value(qwen_engine, "kv_bytes_per_token()") == 147_456 == 2 * 36 * 8 * 128 * 2
 
 
-def test_qwen_request_flops(qwen_engine):
-    total = value(qwen_engine, "request_flops(P=128, G=4)")
-    assert total == 1_829_869_322_240
-    calls = ["flops(P=128)", "flops(S=128, P=1)", "flops(S=129, P=1)", "flops(S=130, P=1)"]
-    parts = [value(qwen_engine, c) for c in calls]
-    assert parts == [1_784_230_707_200, 15_212_281_856, 15_212_871_680, 15_213_461_504]
-    assert sum(parts) == total
+REQUEST_CALLS = ["flops(P=128)", "flops(S=128, P=1)", "flops(S=129, P=1)", "flops(S=130, P=1)"]
+
+
+@pytest.mark.parametrize("engine_name, total, parts", [
+    ("qwen_engine", 1_829_869_322_240, [1_784_230_707_200, 15_212_281_856, 15_212_871_680, 15_213_461_504]),
+    ("v41_engine", 4_136_447_803_392, [4_036_154_621_952, 33_426_677_760, 33_432_117_248, 33_434_386_432]),
+])
+def test_request_flops_is_prefill_plus_decodes(request, engine_name, total, parts):
+    """request_flops(P=128, G=4) is the closed-form sum of the prefill and three decode calls."""
+    engine = request.getfixturevalue(engine_name)
+    assert value(engine, "request_flops(P=128, G=4)") == total
+    got = [value(engine, c) for c in REQUEST_CALLS]
+    assert got == parts
+    assert sum(got) == total
 
 
 def test_qwen_weight_bytes(qwen_engine):
@@ -250,15 +257,6 @@ def test_v41_context_limit(v41_engine):
     with pytest.raises(SpecError) as info:
         v41_engine.evaluate_text("flops(S=1048576, P=1)")
     assert "maximum" in info.value.message
-
-
-def test_v41_request_flops(v41_engine):
-    total = value(v41_engine, "request_flops(P=128, G=4)")
-    assert total == 4_136_447_803_392
-    calls = ["flops(P=128)", "flops(S=128, P=1)", "flops(S=129, P=1)", "flops(S=130, P=1)"]
-    parts = [value(v41_engine, c) for c in calls]
-    assert parts == [4_036_154_621_952, 33_426_677_760, 33_432_117_248, 33_434_386_432]
-    assert sum(parts) == total
 
 
 def test_v41_kv_bytes_per_token_production(v41_engine):
