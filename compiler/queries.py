@@ -24,6 +24,7 @@ from .expressions import Evaluator
 from .patterns import range_sum
 from .spec import Spec
 from .symbols import B, G, H, P, S, SCENARIO
+from .training import TRAINING_QUERIES, TrainingQueries
 
 PAIRS = NONE
 # a positive stand-in for the context length while summing over decode steps
@@ -61,6 +62,7 @@ QUERIES: dict[str, str] = {
     "op_count": "op_count(op=) — layer instances per call that contain an op",
     "dim": "dim(NAME) — a dimension of the spec",
 }
+QUERIES.update(TRAINING_QUERIES)
 _FILTERS = {"stage", "component", "op", "layer", "group"}
 
 
@@ -109,7 +111,7 @@ def _settle_conditions(expr, var, lo, hi):
     return expr.xreplace(replacements) if replacements else expr
 
 
-class QueryEngine:
+class QueryEngine(TrainingQueries):
     def __init__(self, spec: Spec):
         self.spec = spec
         self._models: dict = {}

@@ -148,35 +148,10 @@ def check(specs):
                    f"{len(spec.stores)} state stores, {len(claims)} claims")
 
 
-@main.command()
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["json", "dot"]), default="dot", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here instead of stdout.")
-@click.option("--option", "options", multiple=True, metavar="NAME=CHOICE",
-              help="Choose a spec option, e.g. --option mode=reference.")
-def graph(spec, fmt, output, options):
-    """Print the compiled op graph of SPEC as node-link JSON or DOT text.
-
-    \b
-    specc graph specs/<model>.yaml --format json -o graph.json
-    specc graph specs/<model>.yaml --option mode=reference --format dot
-    """
-    from .compiler.build import compile_spec
-    from .render.graph_export import to_dot, to_json
-
-    choices = {}
-    for item in options:
-        if "=" not in item:
-            raise click.BadParameter(f"'{item}' is not NAME=CHOICE", param_hint="--option")
-        key, value = item.split("=", 1)
-        choices[key.strip()] = value.strip()
-    model = compile_spec(_load(spec), **choices)
-    text = to_json(model) if fmt == "json" else to_dot(model)
-    if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-    else:
-        click.echo(text)
+# Commands owned by other modules register themselves on `main` when imported:
+# cli_render (graph, table, report, plot), cli_hf (import-hf, crosscheck),
+# cli_coverage (coverage of the claim catalogs).
+from . import cli_coverage, cli_hf, cli_render  # noqa: E402,F401
 
 
 if __name__ == "__main__":  # pragma: no cover

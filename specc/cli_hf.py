@@ -1,0 +1,3 @@
+"""Commands that work with Hugging Face configurations: import-hf, crosscheck."""
+
+from __future__ import annotations
