@@ -48,14 +48,26 @@ def _if(cond, then, otherwise):
     return sp.Piecewise((then, c), (otherwise, True), evaluate=False)
 
 
+def _extreme(pick, sympy_fn):
+    """min/max: numbers are compared directly, since sympy's Min/Max spends most
+    of its time proving symbolic arguments comparable."""
+    def fn(*args):
+        args = [sp.sympify(a) for a in args]
+        if all(a.is_Number for a in args):
+            return pick(args)
+        # unevaluated: substituting numbers later evaluates it anyway
+        return sympy_fn(*args, evaluate=False)
+    return fn
+
+
 def _ceil_div(a, b):
     return sp.ceiling(a / b)
 
 
 # name -> (callable, allowed arities, description)
 FUNCTIONS: dict[str, tuple[Callable, tuple, str]] = {
-    "min": (lambda *a: sp.Min(*a), (2, 3, 4, 5, 6), "min(a, b, ...)"),
-    "max": (lambda *a: sp.Max(*a), (2, 3, 4, 5, 6), "max(a, b, ...)"),
+    "min": (_extreme(min, sp.Min), (2, 3, 4, 5, 6), "min(a, b, ...)"),
+    "max": (_extreme(max, sp.Max), (2, 3, 4, 5, 6), "max(a, b, ...)"),
     "floor": (sp.floor, (1,), "floor(x)"),
     "ceil": (sp.ceiling, (1,), "ceil(x)"),
     "ceil_div": (_ceil_div, (2,), "ceil_div(a, b) = ceil(a/b)"),

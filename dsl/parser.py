@@ -184,9 +184,30 @@ def _describe_expected(exc: UnexpectedInput) -> str | None:
     return ", ".join(names[:8])
 
 
+# Parsed ASTs by (text, rule, where it is): block ops are instantiated once per
+# layer group and claims repeat query texts, so most parses are repeats. The
+# AST nodes are frozen, so sharing them is safe.
+_PARSED: dict = {}
+
+
 def parse(text, start: str, origin=None):
     """Parse `text` (a `Text` or str) with grammar rule `start` into an AST node.
     `origin` (a Loc or pseudo-file name) locates plain strings; Text knows its own."""
+    where = (text.loc, text.quoted) if hasattr(text, "loc_at") else origin
+    key = (str(text), start, where)
+    try:
+        return _PARSED[key]
+    except (KeyError, TypeError):
+        pass
+    node = _parse(text, start, origin)
+    try:
+        _PARSED[key] = node
+    except TypeError:  # an unhashable origin: parse again next time
+        pass
+    return node
+
+
+def _parse(text, start: str, origin=None):
     src = _Source(str(text), text if hasattr(text, "loc_at") else (origin or "<input>"))
     try:
         tree = _parser().parse(str(text), start=start)
