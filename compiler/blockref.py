@@ -1,0 +1,95 @@
+"""The block library's reference: each block instantiated with its parameters
+as free symbols, so its documented costs are derived, not hand-written.
+
+Every required parameter becomes a positive integer symbol of the same name and
+the block runs on `m` rows; parameters with defaults keep them. The result
+lists each op with its parameters and matrix FLOPs as expressions in those
+symbols, plus the block totals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sympy as sp
+
+from ..dsl.ast import unparse
+from ..dsl.parser import parse_layer_set
+from .build import _Builder
+from .expressions import Evaluator
+from .spec import BlockDef, Segment, Spec, _load_library
+
+ROWS = sp.Symbol("m", integer=True, positive=True)
+
+
+@dataclass
+class OpRow:
+    statement: str
+    kind: str
+    component: str
+    params: sp.Expr
+    flops: sp.Expr
+
+
+@dataclass
+class BlockRef:
+    name: str
+    file: str
+    doc: str
+    params: list                    # (name, default text or None)
+    inputs: list                    # (name, width)
+    outputs: list
+    ops: list = field(default_factory=list)   # OpRow
+    params_total: sp.Expr = sp.Integer(0)
+    flops_total: sp.Expr = sp.Integer(0)
+    error: str = ""                 # why costs could not be derived symbolically
+
+
+def _library_spec(path: Path) -> Spec:
+    blocks, elementwise = {}, set()
+    _load_library(path, blocks, elementwise, set())
+    return Spec(str(path), "block library", "", "", {}, None, {}, {}, {}, {}, blocks, elementwise, [])
+
+
+def block_reference(path) -> list:
+    """BlockRef for every block defined in the library file `path` (not its imports)."""
+    path = Path(path).resolve()
+    spec = _library_spec(path)
+    refs = []
+    for block in spec.blocks.values():
+        if Path(block.file).resolve() != path:
+            continue
+        refs.append(_reference(spec, block))
+    return refs
+
+
+def _reference(spec: Spec, block: BlockDef) -> BlockRef:
+    params = [(name, None if default is None else _text(default)) for name, default in block.params.items()]
+    ref = BlockRef(block.name, block.file, " ".join(block.doc.split()), params,
+                   [(n, _text(w)) for n, w in block.inputs.items()], list(block.outputs))
+    builder = _Builder(spec, {})
+    env = dict(builder.env)
+    env.update(m=ROWS)
+    bound = {name: sp.Symbol(name, integer=True, positive=True) for name, default in block.params.items()
+             if default is None}
+    try:
+        for name, default in block.params.items():
+            if default is not None:
+                bound[name] = Evaluator({**env, **bound}, builder.sets)(default)
+        segment = Segment("block", block, parse_layer_set("0"), {}, None, "", block.loc)
+        builder._instantiate(block, env, bound, block.name, segment, (), 1, None, defaults={})
+    except Exception as exc:  # noqa: BLE001 - a reference page reports, it does not stop
+        ref.error = str(getattr(exc, "message", exc)).splitlines()[0]
+        return ref
+    for op in builder.ops:
+        if op.kind in ("view", "route", "combine", "select", "split", "concat") and not op.weights:
+            continue
+        row = OpRow(op.stmt.text.strip(), op.kind, op.component, sp.factor(op.params()), sp.factor(op.flops))
+        ref.ops.append(row)
+    ref.params_total = sp.factor(sum((r.params for r in ref.ops), sp.Integer(0)))
+    ref.flops_total = sp.factor(sum((r.flops for r in ref.ops), sp.Integer(0)))
+    return ref
+
+
+def _text(node) -> str:
+    return unparse(node)
