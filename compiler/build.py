@@ -73,6 +73,7 @@ class Model:
     graph: nx.DiGraph
     max_context: sp.Expr | None
     runs: list                # (segment, group index, first layer, last layer)
+    writes: list = field(default_factory=list)   # StateUse: entries one decode step at length H writes
 
 
 def _base_env(spec: Spec):
@@ -123,6 +124,7 @@ class _Builder:
         self.ops: list = []
         self.states: list = []
         self.reads: list = []
+        self.writes: list = []
         self.graph = nx.DiGraph()
         self.runs: list = []
 
@@ -135,7 +137,7 @@ class _Builder:
         if self.spec.max_context is not None:
             max_ctx = Evaluator(self.env, what="dimension")(self.spec.max_context)
         return Model(self.spec, self.choices, self.dims, self.sets, self.ops, self.states, self.reads,
-                     self.graph, max_ctx, self.runs)
+                     self.graph, max_ctx, self.runs, self.writes)
 
     def _segment(self, seg: Segment, stream):
         layers = _layer_indices(seg.layers, self.env, self.sets, f"segment '{seg.name}'") \
@@ -224,7 +226,8 @@ class _Builder:
             outs.append(tensors[out_name])
         states = list(block.state) + [d for kind, d in extra_state if kind == "state"]
         reads = list(block.reads) + [d for kind, d in extra_state if kind == "reads"]
-        for decl_list, sink in ((states, self.states), (reads, self.reads)):
+        writes = list(block.writes) + [d for kind, d in extra_state if kind == "writes"]
+        for decl_list, sink in ((states, self.states), (reads, self.reads), (writes, self.writes)):
             for decl in decl_list:
                 if decl.store not in self.spec.stores:
                     raise SpecError(f"unknown store '{decl.store}'", decl.store.loc, span=len(decl.store),

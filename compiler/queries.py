@@ -57,6 +57,7 @@ QUERIES: dict[str, str] = {
     "kv_bytes_per_token": "kv_bytes_per_token(format=, component=) — average context-state growth per token",
     "state_bytes": "state_bytes(H, B=1, format=, component=) — resident state at context length H",
     "decode_read_bytes": "decode_read_bytes(H, B=1, format=, component=) — bytes one decode step reads",
+    "decode_write_bytes": "decode_write_bytes(H, B=1, format=, component=) — state bytes one decode step at length H writes",
     "request_read_bytes": "request_read_bytes(S=0, P, G, B=1, format=, component=) — state bytes read by the G-1 decode steps",
     "b_max": "b_max(device=, H, workspace=0 B, format=) — requests that fit on a device",
     "op_count": "op_count(op=) — layer instances per call that contain an op",
@@ -305,6 +306,21 @@ class QueryEngine(TrainingQueries):
             stores = self._stores(component, a.loc)
             total += batch * self._state_expr(model, model.reads, fmt, stores).xreplace({H: length})
         return Quantity(total, BYTES, ext)
+
+    def q_decode_write_bytes(self, model, a):
+        """What the step that takes the context from H to H+1 tokens writes: the
+        spec's `writes:` declarations (ring buffers overwrite, recurrent states are
+        rewritten whole); a spec that declares none writes what its state grows by."""
+        length, batch = a.scenario("H"), a.scenario("B", 1)
+        ext = a.check_context(model, length + 1)
+        fmt = self._format(a.name("format"), a.loc)
+        stores = self._stores(a.name("component"), a.loc)
+        if model.writes:
+            per_step = self._state_expr(model, model.writes, fmt, stores).xreplace({H: length})
+        else:
+            state = self._state_expr(model, model.states, fmt, stores)
+            per_step = state.xreplace({H: length + 1}) - state.xreplace({H: length})
+        return Quantity(batch * per_step, BYTES, ext)
 
     def q_request_read_bytes(self, model, a):
         batch, cached, new, gen = self._call_scenario(a, need_g=True)

@@ -14,7 +14,8 @@ from ..dsl.yamlload import Map, Seq, Text, load_yaml_file
 from .symbols import RESERVED
 
 TOP_KEYS = {"model", "source", "description", "imports", "dims", "max_context", "sets", "options", "formats",
-            "stores", "blocks", "elementwise", "stack", "claims", "claims_files", "notes"}
+            "stores", "blocks", "elementwise", "stack", "claims", "claims_files", "notes",
+            "training"}  # training: read and checked by compiler/training.py (from Spec.raw)
 LIB_KEYS = {"description", "imports", "blocks", "elementwise", "notes"}
 
 
@@ -81,6 +82,7 @@ class BlockDef:
     reads: list             # StateDecl
     loc: Loc
     file: str
+    writes: list = field(default_factory=list)   # StateDecl: entries one decode step writes
 
 
 @dataclass
@@ -92,7 +94,7 @@ class Segment:
     start: ast.Node | None  # first new position this segment processes (default S)
     stage: str
     loc: Loc
-    state: list = field(default_factory=list)   # ("state" | "reads", StateDecl)
+    state: list = field(default_factory=list)   # ("state" | "reads" | "writes", StateDecl)
     op_stages: dict = field(default_factory=dict)  # op target name -> stage it is attributed to
 
 
@@ -152,7 +154,8 @@ class Spec:
 
 # ------------------------------------------------------------------ loading
 def _parse_block(block_name: Text, node, file: str) -> BlockDef:
-    node = check_keys(node, {"doc", "params", "inputs", "outputs", "ops", "state", "reads"}, {"ops"},
+    node = check_keys(node, {"doc", "params", "inputs", "outputs", "ops", "state", "reads", "writes"},
+                      {"ops"},
                       f"block '{block_name}'")
     params: dict = {}
     raw_params = node.get("params")
@@ -172,7 +175,8 @@ def _parse_block(block_name: Text, node, file: str) -> BlockDef:
     outputs = [str(name(o, "output")) for o in seq(node.get("outputs", Seq()), "outputs")] if "outputs" in node else []
     ops = [parse_stmt(text(op, "op statement")) for op in seq(node["ops"], "ops")]
     return BlockDef(str(block_name), str(node.get("doc", "") or ""), params, inputs, outputs or [ops[-1].targets[0]],
-                    ops, _state_decls(node.get("state")), _state_decls(node.get("reads")), block_name.loc, file)
+                    ops, _state_decls(node.get("state")), _state_decls(node.get("reads")), block_name.loc, file,
+                    _state_decls(node.get("writes")))
 
 
 def _state_decls(node) -> list:
@@ -283,7 +287,7 @@ def load_spec(path: str | Path) -> Spec:
     stack = []
     for item in seq(raw["stack"], "stack"):
         item = check_keys(item, {"name", "layers", "block", "ops", "inputs", "outputs", "with", "start", "stage",
-                                 "doc", "state", "reads", "op_stages"}, {"name"}, "stack entry")
+                                 "doc", "state", "reads", "writes", "op_stages"}, {"name"}, "stack entry")
         seg_name = name(item["name"], "segment name")
         if "block" in item and "ops" in item:
             raise SpecError(f"segment '{seg_name}' has both 'block' and 'ops'", item.loc, expected="one of them")
@@ -315,7 +319,8 @@ def load_spec(path: str | Path) -> Spec:
         start = parse_expr(text(item["start"], "start")) if "start" in item else None
         stage = str(item.get("stage") or seg_name)
         seg_state = [("state", d) for d in _state_decls(item.get("state"))] + \
-                    [("reads", d) for d in _state_decls(item.get("reads"))]
+                    [("reads", d) for d in _state_decls(item.get("reads"))] + \
+                    [("writes", d) for d in _state_decls(item.get("writes"))]
         op_stages = {str(k): str(text(v, "stage")) for k, v in (item.get("op_stages") or {}).items()}
         stack.append(Segment(str(seg_name), block, layers, bindings, start, stage, item.loc, seg_state, op_stages))
 

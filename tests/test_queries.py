@@ -319,3 +319,25 @@ def test_v41_query_time_flat(v41_engine):
     assert big.value > small.value == V41_TOTAL["ced"]
     assert t1 - t0 < 0.5, f"flops(P=1048576) took {t1 - t0:.3f} s"
     assert t2 - t1 < 0.5, f"flops(P=8192) took {t2 - t1:.3f} s"
+
+
+# ================================================================== decode writes
+def test_qwen_decode_write_is_the_kv_append(qwen_engine):
+    # no writes declared: one step writes what the state grows by (FACTS §2: 147,456 B)
+    assert value(qwen_engine, "decode_write_bytes(H=8192)") == 147_456
+    assert value(qwen_engine, "decode_write_bytes(H=8192, B=3)") == 3 * 147_456
+
+
+@pytest.mark.parametrize("H, expected", [(8192, 21_120 + 356 + 8), (8193, 21_120 + 1424 + 8)])
+def test_v41_decode_writes_production(v41_engine, H, expected):
+    # window ring buffers (40 x 528 B) + completed global records + one int64 token id
+    assert value(v41_engine, f"decode_write_bytes(H={H}, format=production)") == expected
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 9), (5, 40), (126, 131), (8190, 8200)])
+def test_v41_global_writes_add_up_to_global_growth(v41_engine, lo, hi):
+    # global records are appended, never overwritten: summing the per-step writes
+    # over [lo, hi) must give exactly the growth of the global history
+    writes = sum(value(v41_engine, f"decode_write_bytes(H={h}, component=global)") for h in range(lo, hi))
+    growth = value(v41_engine, f"state_bytes(H={hi}, component=global) - state_bytes(H={lo}, component=global)")
+    assert writes == growth
