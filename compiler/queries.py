@@ -8,6 +8,7 @@ substitution, so a query's cost does not depend on the context length."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -62,7 +63,12 @@ QUERIES: dict[str, str] = {
     "b_max": "b_max(device=, H, workspace=0 B, format=) — requests that fit on a device",
     "op_count": "op_count(op=) — layer instances per call that contain an op",
     "dim": "dim(NAME) — a dimension of the spec",
+    "dtype_bytes": "dtype_bytes(NAME) — bytes per element of a storage type (fp4 = 0.5 B, bf16 = 2 B, ...)",
+    "rows": "rows(B=1, S=0, P, op=, layer=) — rows (positions × requests) an op processes in one call",
+    "device_memory": "device_memory(device=) — memory of a device in specs/hardware/",
 }
+# Any query also takes spec=NAME: evaluate it against the sibling spec NAME.yaml
+# (e.g. kv_bytes_per_token(spec=other_model) / kv_bytes_per_token()).
 QUERIES.update(TRAINING_QUERIES)
 _FILTERS = {"stage", "component", "op", "layer", "group"}
 
@@ -112,11 +118,16 @@ def _settle_conditions(expr, var, lo, hi):
     return expr.xreplace(replacements) if replacements else expr
 
 
+# engines of specs reached through spec=NAME, shared so each is compiled once per process
+_ENGINES: dict = {}
+
+
 class QueryEngine(TrainingQueries):
     def __init__(self, spec: Spec):
         self.spec = spec
         self._models: dict = {}
         self._sums: dict = {}
+        self._siblings: dict = {}
 
     # ------------------------------------------------------------ models and sums
     def model(self, choices: dict) -> Model:
@@ -334,15 +345,7 @@ class QueryEngine(TrainingQueries):
     def q_b_max(self, model, a):
         device = a.name("device", required=True)
         a.used.add("H")
-        path = _hardware_file(self.spec.path, device, a.loc)
-        hw = load_yaml_file(path)
-        if not hasattr(hw, "get") or "memory" not in hw:
-            raise SpecError(f"device file {path} needs 'memory:'", getattr(hw, "loc", None), expected="memory: 24 GB")
-        mem_q = parse_quantity(hw["memory"])
-        mem_unit = unit_of_terms(mem_q.numerator, mem_q.denominator)
-        if mem_unit.dims != BYTES:
-            raise SpecError("device memory must be in bytes", hw["memory"].loc, expected="e.g. 24 GB or 80 GiB")
-        memory = sp.Rational(mem_q.value * mem_unit.factor)
+        memory = self._device_memory(device, a.loc)
         workspace = a.quantity("workspace", BYTES, sp.Integer(0))
         fmt = self._format(a.name("format"), a.loc)
         weights = self.q_weight_bytes(model, _Args({"format": fmt}, a.loc, self, {})).value
@@ -350,6 +353,45 @@ class QueryEngine(TrainingQueries):
                                                 a.loc, self, a.evaluators))
         free = memory - weights - workspace
         return Quantity(sp.Max(0, sp.floor(free / state.value)), NONE, state.extrapolated)
+
+    def _device_memory(self, device, loc):
+        path = _hardware_file(self.spec.path, device, loc)
+        hw = load_yaml_file(path)
+        if not hasattr(hw, "get") or "memory" not in hw:
+            raise SpecError(f"device file {path} needs 'memory:'", getattr(hw, "loc", None), expected="memory: 24 GB")
+        mem_q = parse_quantity(hw["memory"])
+        mem_unit = unit_of_terms(mem_q.numerator, mem_q.denominator)
+        if mem_unit.dims != BYTES:
+            raise SpecError("device memory must be in bytes", hw["memory"].loc, expected="e.g. 24 GB or 80 GiB")
+        return sp.Rational(mem_q.value * mem_unit.factor)
+
+    def q_device_memory(self, model, a):
+        return Quantity(self._device_memory(a.name("device", required=True), a.loc), BYTES)
+
+    def q_rows(self, model, a):
+        batch, cached, new, _ = self._call_scenario(a)
+        ext = a.check_context(model, cached + new)
+        filters = a.filters()
+        if "op" not in filters:
+            raise SpecError("rows() needs op=", a.loc, expected="rows(P=8192, op=q) or rows(P=8192, op=router, layer=30)")
+        found = {op.rows.xreplace({B: batch, S: cached, P: new}) for op in self._ops(model, filters, a.loc)}
+        if len(found) != 1:
+            raise SpecError(f"op '{filters['op']}' stands for ops with different row counts", a.loc,
+                            expected="layer= (or a longer op path) to pick one")
+        return Quantity(found.pop(), NONE, ext)
+
+    def sibling(self, name: str, loc) -> "QueryEngine":
+        """The engine of another spec in this spec's folder, for cross-model queries."""
+        from .spec import load_spec
+
+        if name not in self._siblings:
+            path = Path(self.spec.path).resolve().parent / f"{name}.yaml"
+            if not path.exists():
+                known = sorted(p.stem for p in path.parent.glob("*.yaml"))
+                raise SpecError(f"no spec '{name}' next to {Path(self.spec.path).name}", loc, span=len(name),
+                                expected=did_you_mean(name, known))
+            self._siblings[name] = _ENGINES.get(path) or _ENGINES.setdefault(path, QueryEngine(load_spec(path)))
+        return self._siblings[name]
 
     def q_op_count(self, model, a):
         op = a.name("op", required=True)
@@ -524,6 +566,24 @@ class _QueryEvaluator:
                             expected=did_you_mean(node.func, list(QUERIES) + ["floor", "ceil", "min", "max"]))
         engine = self.engine
         spec = engine.spec
+        other = next((kw for kw in node.kwargs if kw.name == "spec"), None)
+        if other is not None:
+            if not isinstance(other.value, ast.Name):
+                raise SpecError("'spec=' takes the name of a spec file next to this one", other.value.loc,
+                                expected="spec=qwen3_8b")
+            rest = tuple(kw for kw in node.kwargs if kw is not other)
+            return _QueryEvaluator(engine.sibling(other.value.id, other.value.loc), self.symbolic_ok)._call(
+                dataclasses.replace(node, kwargs=rest))
+        if node.func == "dtype_bytes":
+            from .symbols import DTYPE_BYTES
+
+            if len(node.args) != 1 or not isinstance(node.args[0], ast.Name) or node.kwargs:
+                raise SpecError("dtype_bytes() takes one storage type name", node.loc, expected="dtype_bytes(fp4)")
+            key = node.args[0].id
+            if key not in DTYPE_BYTES:
+                raise SpecError(f"unknown storage type '{key}'", node.args[0].loc, span=len(key),
+                                expected=did_you_mean(key, DTYPE_BYTES))
+            return Quantity(DTYPE_BYTES[key], BYTES)
         if node.func == "dim":
             if len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
                 raise SpecError("dim() takes one dimension name", node.loc, expected="dim(d)")

@@ -341,3 +341,31 @@ def test_v41_global_writes_add_up_to_global_growth(v41_engine, lo, hi):
     writes = sum(value(v41_engine, f"decode_write_bytes(H={h}, component=global)") for h in range(lo, hi))
     growth = value(v41_engine, f"state_bytes(H={hi}, component=global) - state_bytes(H={lo}, component=global)")
     assert writes == growth
+
+
+# ================================================================== small queries
+def test_dtype_bytes_is_exact(v41_engine):
+    assert quantity(v41_engine, "dtype_bytes(fp4)").value == sp.Rational(1, 2)
+    assert quantity(v41_engine, "dtype_bytes(fp4)").dims == BYTES
+
+
+def test_rows_follow_the_execution_schedule(v41_engine, qwen_engine):
+    assert value(qwen_engine, "rows(B=2, P=8192, op=q, layer=0)") == 2 * 8192
+    assert value(v41_engine, "rows(P=8192, op=router, layer=3)") == 8192      # encoder: every position
+    assert value(v41_engine, "rows(P=8192, op=router, layer=30)") == 128      # decoder: tail replay
+    assert value(v41_engine, "rows(S=8192, P=1, op=router, layer=30)") == 1
+
+
+def test_rows_needs_one_row_count(v41_engine):
+    with pytest.raises(SpecError, match="different row counts"):
+        quantity(v41_engine, "rows(P=8192, op=router)")
+
+
+def test_cross_spec_query(v41_engine, qwen_engine):
+    assert value(v41_engine, "kv_bytes_per_token(spec=qwen3_8b)") == value(qwen_engine, "kv_bytes_per_token()")
+    with pytest.raises(SpecError, match="no spec 'nope'"):
+        quantity(v41_engine, "params(spec=nope)")
+
+
+def test_device_memory(qwen_engine):
+    assert value(qwen_engine, "device_memory(device=rtx_4090)") == 24 * 10**9
