@@ -61,7 +61,7 @@ QUERIES: dict[str, str] = {
     "decode_write_bytes": "decode_write_bytes(H, B=1, format=, component=) — state bytes one decode step at length H writes",
     "request_read_bytes": "request_read_bytes(S=0, P, G, B=1, format=, component=) — state bytes read by the G-1 decode steps",
     "b_max": "b_max(device=, H, workspace=0 B, format=) — requests that fit on a device",
-    "op_count": "op_count(op=) — layer instances per call that contain an op",
+    "op_count": "op_count(op=, stage=, component=, layer=) — layer instances that contain an op",
     "dim": "dim(NAME) — a dimension of the spec",
     "dtype_bytes": "dtype_bytes(NAME) — bytes per element of a storage type (fp4 = 0.5 B, bf16 = 2 B, ...)",
     "rows": "rows(B=1, S=0, P, op=, layer=) — rows (positions × requests) an op processes in one call",
@@ -394,8 +394,11 @@ class QueryEngine(TrainingQueries):
         return self._siblings[name]
 
     def q_op_count(self, model, a):
-        op = a.name("op", required=True)
-        return Quantity(sp.Integer(sum(o.mult for o in self._ops(model, {"op": op}, a.loc))), NONE)
+        filters = a.filters()
+        if "op" not in filters:
+            raise SpecError("op_count() needs op=", a.loc, expected="op_count(op=router, stage=encoder)")
+        per_layer = "layer" in filters
+        return Quantity(sp.Integer(sum(1 if per_layer else o.mult for o in self._ops(model, filters, a.loc))), NONE)
 
     # ------------------------------------------------------------ evaluation of query expressions
     def evaluate(self, node: ast.Node, symbolic_ok: bool = False) -> Quantity:
