@@ -13,11 +13,12 @@ from pathlib import Path
 
 import sympy as sp
 
+from ..dsl import ast
 from ..dsl.ast import unparse
 from ..dsl.parser import parse_layer_set
 from .build import _Builder
 from .expressions import Evaluator
-from .spec import BlockDef, Segment, Spec, _load_library
+from .spec import BlockDef, Segment, Spec, StoreDef, _load_library
 
 ROWS = sp.Symbol("m", integer=True, positive=True)
 
@@ -43,12 +44,19 @@ class BlockRef:
     params_total: sp.Expr = sp.Integer(0)
     flops_total: sp.Expr = sp.Integer(0)
     error: str = ""                 # why costs could not be derived symbolically
+    assumed: list = field(default_factory=list)   # flags fixed to show one variant
 
 
 def _library_spec(path: Path) -> Spec:
     blocks, elementwise = {}, set()
     _load_library(path, blocks, elementwise, set())
-    return Spec(str(path), "block library", "", "", {}, None, {}, {}, {}, {}, blocks, elementwise, [])
+    # the stores a block declares belong to the spec that uses it; stand-ins let
+    # the block compile here (state is not part of the reference's costs)
+    stores = {}
+    for block in blocks.values():
+        for decl in block.state + block.reads + block.writes:
+            stores[str(decl.store)] = StoreDef(str(decl.store), (), {}, "", decl.loc)
+    return Spec(str(path), "block library", "", "", {}, None, {}, {}, {}, stores, blocks, elementwise, [])
 
 
 def block_reference(path) -> list:
@@ -69,9 +77,21 @@ def _reference(spec: Spec, block: BlockDef) -> BlockRef:
                    [(n, _text(w)) for n, w in block.inputs.items()], list(block.outputs))
     builder = _Builder(spec, {})
     env = dict(builder.env)
-    env.update(m=ROWS)
+    # a block runs on m rows: positions start..n-1 (cnt of them) of each request
+    env.update(m=ROWS, start=sp.Symbol("start", integer=True, nonnegative=True),
+               cnt=sp.Symbol("cnt", integer=True, positive=True))
     bound = {name: sp.Symbol(name, integer=True, positive=True) for name, default in block.params.items()
              if default is None}
+    # a block that calls other blocks under when=<flag> needs the flag decided:
+    # the reference shows the variant with every such flag on
+    for stmt in block.ops:
+        for kw in stmt.kwargs:
+            if kw.name == "when" and stmt.func in spec.blocks:
+                for node in kw.value.walk():
+                    if isinstance(node, ast.Name) and node.id in bound:
+                        bound[node.id] = sp.Integer(1)
+                        if f"{node.id} = 1" not in ref.assumed:
+                            ref.assumed.append(f"{node.id} = 1")
     try:
         for name, default in block.params.items():
             if default is not None:

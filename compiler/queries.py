@@ -20,7 +20,8 @@ from ..dsl.errors import Loc, SpecError, did_you_mean
 from ..dsl.parser import parse_expr, parse_quantity
 from ..dsl.units import BYTES, FLOPS, NONE, PARAMS, TOKENS, combine, dims_name, unit, unit_of_terms
 from ..dsl.yamlload import load_yaml_file
-from .build import Model, compile_spec
+from .build import Model
+from .model_cache import compile_cached
 from .expressions import Evaluator
 from .patterns import range_sum
 from .spec import Spec
@@ -133,7 +134,7 @@ class QueryEngine(TrainingQueries):
     def model(self, choices: dict) -> Model:
         key = tuple(sorted(choices.items()))
         if key not in self._models:
-            self._models[key] = compile_spec(self.spec, **choices)
+            self._models[key] = compile_cached(self.spec, **choices)
         return self._models[key]
 
     def _ops(self, model: Model, filters: dict, loc):

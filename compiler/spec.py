@@ -143,6 +143,7 @@ class Spec:
     claims: list = field(default_factory=list)       # raw Map nodes
     claims_files: list = field(default_factory=list)
     raw: Map | None = None
+    sources: list = field(default_factory=list)      # the spec file and every library it imports
 
     @property
     def default_format(self) -> str:
@@ -226,7 +227,8 @@ def load_spec(path: str | Path) -> Spec:
     raw = check_keys(raw, TOP_KEYS, {"model", "dims", "stack"}, "spec")
     blocks: dict = {}
     elementwise: set = set()
-    _collect_common(raw, path, blocks, elementwise, {path.resolve()})
+    loaded = {path.resolve()}
+    _collect_common(raw, path, blocks, elementwise, loaded)
 
     dims: dict = {}
     for key, value in check_keys(raw["dims"], set(raw["dims"]), set(), "dims").items():
@@ -329,7 +331,8 @@ def load_spec(path: str | Path) -> Spec:
     spec = Spec(str(path), str(text(raw["model"], "model", raw.key_loc("model"))), str(raw.get("source") or ""), str(raw.get("description") or ""),
                 dims, parse_expr(text(raw["max_context"], "max_context", raw.key_loc("max_context"))) if "max_context" in raw else None,
                 sets, options, formats, stores, blocks, elementwise, stack,
-                list(seq(raw["claims"], "claims")) if "claims" in raw else [], claims_files, raw)
+                list(seq(raw["claims"], "claims")) if "claims" in raw else [], claims_files, raw,
+                sorted(str(p) for p in loaded))
     if not spec.formats:
         spec.formats["default"] = FormatDef("default", {"default": parse_expr("2", "<builtin>")}, True, "", raw.loc)
     return spec

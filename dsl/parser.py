@@ -15,6 +15,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from . import ast
 from .errors import Loc, SpecError
+from .parse_cache import ParseCache, anonymous_loc, relocate
 
 _GRAMMAR = Path(__file__).with_name("specc.lark")
 _WHAT = {
@@ -54,6 +55,16 @@ class _Source:
         if line == 1:
             return self.base.shifted(column - 1)
         return Loc(self.base.file, self.base.line + line - 1, column, self.base.source_text)
+
+
+class _Anonymous:
+    """A _Source that leaves lark's own (line, column) in place, for cached trees."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def loc(self, line: int, column: int) -> Loc:
+        return anonymous_loc(line, column)
 
 
 def _number(text: str) -> Fraction:
@@ -199,7 +210,7 @@ def parse(text, start: str, origin=None):
         return _PARSED[key]
     except (KeyError, TypeError):
         pass
-    node = _parse(text, start, origin)
+    node = _parse_cached(text, start, origin)
     try:
         _PARSED[key] = node
     except TypeError:  # an unhashable origin: parse again next time
@@ -207,10 +218,30 @@ def parse(text, start: str, origin=None):
     return node
 
 
-def _parse(text, start: str, origin=None):
+_DISK = None
+
+
+def _parse_cached(text, start: str, origin=None):
+    """Reuse a stored anonymous tree (see parse_cache) relocated to this text's
+    position; errors are never cached, so they are always reported afresh."""
+    global _DISK
+    if _DISK is None:
+        _DISK = ParseCache()
+    key = str(text)
+    tree = _DISK.get(key, start)
+    if tree is None:
+        tree = _parse(key, start, None, anonymous=True)
+        _DISK.put(key, start, tree)
+    src = _Source(key, text if hasattr(text, "loc_at") else (origin or "<input>"))
+    return relocate(tree, src.loc)
+
+
+def _parse(text, start: str, origin=None, anonymous: bool = False):
     src = _Source(str(text), text if hasattr(text, "loc_at") else (origin or "<input>"))
     try:
         tree = _parser().parse(str(text), start=start)
+        if anonymous:
+            return _ToAst(_Anonymous(str(text))).transform(tree)
         return _ToAst(src).transform(tree)
     except UnexpectedEOF as exc:
         lines = str(text).splitlines() or [""]

@@ -30,6 +30,9 @@ class Text(str):
     def loc_at(self, offset: int) -> Loc:
         return self.loc.shifted(offset + (1 if self.quoted else 0))
 
+    def __getnewargs__(self):  # pickling (compiled-model cache)
+        return (str(self), self.loc, self.quoted)
+
 
 class Map(dict):
     loc: Loc
@@ -94,10 +97,21 @@ def load_yaml_text(text: str, path: str, *, is_file: bool = True):
     return _convert(node, path, source_text)
 
 
+# loaded files by (path, size, mtime): every spec imports the same libraries
+_FILES: dict = {}
+
+
 def load_yaml_file(path: str | Path):
+    """Load a YAML file (the returned nodes are shared between callers: treat
+    them as read-only)."""
     path = Path(path)
     try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if key in _FILES:
+            return _FILES[key]
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"cannot read {path}: {exc.strerror}") from None
-    return load_yaml_text(text, str(path))
+    _FILES[key] = load_yaml_text(text, str(path))
+    return _FILES[key]

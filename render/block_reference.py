@@ -43,6 +43,8 @@ def library_markdown(lib_paths, root: Path) -> str:
             if ref.error:
                 out += [f"- **Costs:** not derivable symbolically ({_cell(ref.error)})", ""]
                 continue
+            if ref.assumed:
+                out.append("- **Costs shown for:** " + ", ".join(f"`{a}`" for a in ref.assumed))
             out.append(f"- **Parameters (count):** `{formula(ref.params_total)}`")
             out.append(f"- **Matrix FLOPs on m rows:** `{formula(ref.flops_total)}`")
             out += ["", "| op | kind | component | parameters | matrix FLOPs |", "|---|---|---|---|---|"]

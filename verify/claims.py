@@ -159,10 +159,12 @@ def check(engine: QueryEngine, claim: Claim) -> Result:
         result.verdict = "ERROR"
         result.message = f"{claim.eval.loc}: the query is not a number: {value}"
         return result
-    agrees = bool(low <= value) and bool(value < high) if half > 0 else bool(value == expected)
+    # both ends are accepted: a value exactly halfway prints as either neighbour,
+    # depending on the rounding convention (half up, half to even)
+    agrees = bool(low <= value) and bool(value <= high) if half > 0 else bool(value == expected)
     result.verdict = "PASS" if agrees else "FAIL"
     if not agrees:
-        result.message = f"computed {result.computed_display()} is outside [{_fmt(low, exp_unit)}, {_fmt(high, exp_unit)})"
+        result.message = f"computed {result.computed_display()} is outside [{_fmt(low, exp_unit)}, {_fmt(high, exp_unit)}]"
     return _erratum(result, agrees)
 
 

@@ -1,0 +1,102 @@
+"""A persistent cache of parse trees, like Python's .pyc files.
+
+Parsing with Lark is the single largest cost of `specc verify` (thousands of
+claim queries and op statements, ~1–3 ms each), and a parse depends only on the
+text, the grammar rule and the grammar itself. So each tree is stored once,
+positioned as if the text started at line 1, column 1 of an anonymous source,
+and relocated to wherever the text really is when it is reused.
+
+The cache file lives in $SPECC_CACHE_DIR (default ~/.cache/specc), is named by
+a hash of the grammar and of the code that builds trees, and is written
+atomically at exit. Set SPECC_CACHE_DIR to an empty string to disable it."""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+from . import ast
+from .errors import Loc
+
+ANON = "<anon>"
+_HERE = Path(__file__).parent
+
+
+def _cache_file() -> Path | None:
+    root = os.environ.get("SPECC_CACHE_DIR")
+    if root == "":
+        return None
+    root = Path(root) if root else Path.home() / ".cache" / "specc"
+    digest = hashlib.sha256()
+    for name in ("specc.lark", "parser.py", "ast.py", "parse_cache.py"):
+        digest.update((_HERE / name).read_bytes())
+    return root / f"parses-{digest.hexdigest()[:16]}.pickle"
+
+
+class ParseCache:
+    def __init__(self):
+        self.path = _cache_file()
+        self.trees: dict = {}
+        self.dirty = False
+        if self.path is not None and self.path.exists():
+            try:
+                with open(self.path, "rb") as fh:
+                    self.trees = pickle.load(fh)
+            except Exception:  # noqa: BLE001 - a damaged cache is only a slower start
+                self.trees = {}
+        atexit.register(self.save)
+
+    def get(self, text: str, start: str):
+        return self.trees.get((text, start))
+
+    def put(self, text: str, start: str, tree):
+        self.trees[(text, start)] = tree
+        self.dirty = True
+
+    def save(self):
+        if not self.dirty or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(self.trees, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+            self.dirty = False
+        except OSError:
+            pass  # read-only home or full disk: the cache is an optimisation only
+
+
+_FIELDS: dict = {}
+
+
+def relocate(node, to_loc):
+    """A copy of an anonymous tree whose every Loc(line, col) is mapped by to_loc.
+    (Nodes are frozen dataclasses; copies are built field by field, which is
+    several times faster than dataclasses.replace.)"""
+    if isinstance(node, tuple):
+        return tuple(relocate(item, to_loc) for item in node)
+    if not isinstance(node, ast.Node):
+        return node
+    cls = type(node)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    copy = object.__new__(cls)
+    for name in names:
+        value = getattr(node, name)
+        if name == "loc":
+            value = to_loc(value.line, value.col)
+        elif isinstance(value, (ast.Node, tuple)):
+            value = relocate(value, to_loc)
+        object.__setattr__(copy, name, value)
+    return copy
+
+
+def anonymous_loc(line: int, col: int) -> Loc:
+    return Loc(ANON, line, col)
