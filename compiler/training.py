@@ -1,12 +1,229 @@
 """Training-memory queries (weights, gradients, optimizer states, activations).
 
 A mixin of QueryEngine, kept apart because training accounting is its own
-family of conventions. TRAINING_QUERIES documents each query as QUERIES does."""
+family of conventions. TRAINING_QUERIES documents each query as QUERIES does.
+
+Conventions
+-----------
+*Per-parameter state* follows a **precision** recipe (which dtype holds the
+weights, the gradients and an optional FP32 master copy) and an **optimizer**
+recipe (the dtype of each optimizer state kept per parameter). Both are general,
+not model data, so the defaults live in the two tables below; a spec may add or
+override recipes in its `training:` section:
+
+    mixed       weights bf16, gradients bf16, master fp32   (2 + 2 + 4 B/param)
+    mixed_fp16  weights fp16, gradients fp16, master fp32
+    bf16        weights bf16, gradients bf16                (no master copy)
+    fp32        weights fp32, gradients fp32
+    adam/adamw  m fp32, v fp32                              (4 + 4 B/param)
+    momentum    momentum fp32 (SGD with momentum)
+    sgd         no state
+
+So mixed-precision Adam keeps 2 + 2 + 4 + 4 + 4 = 16 B per parameter. Every
+parameter of the spec (params()) is counted, embeddings and norms included.
+
+*Activations* vary by model, so they are declared data: the spec's `training:`
+section names, per checkpointing policy, the elements each layer instance of a
+stack segment saves per token (an expression over the dims, which may use P, the
+sequence length, e.g. for attention scores), the dtype they are saved in, and how
+many extra forward passes the policy recomputes during the backward pass:
+
+    training:
+      activation_dtype: bf16                  # bytes per saved element (dtype name or expression)
+      checkpointing:                          # the first policy is the default
+        none: {saved: {layers: 12*d}}         # segment -> elements per token per layer instance
+        full: {saved: {layers: d}, recompute: 1}
+      precisions: {name: {weights: bf16, gradients: bf16, master: fp32}}   # optional
+      optimizers: {name: {m: fp32, v: fp32}}                               # optional
+
+Activation bytes = Σ_segments layers(segment) · saved(segment) · B · P · bytes.
+
+*Training FLOPs* of one step on B sequences of P tokens are (1 + backward +
+recompute) forward passes: the forward matrix FLOPs (flops(B, S=0, P) with the
+spec's options, e.g. head=all), a backward pass of `backward` = 2 forwards
+(gradients with respect to the inputs and to the weights) and the recomputed
+forwards of the checkpointing policy.
+"""
 
 from __future__ import annotations
 
-TRAINING_QUERIES: dict[str, str] = {}
+import sympy as sp
+
+from ..dsl.errors import SpecError, did_you_mean
+from ..dsl.parser import parse_expr
+from ..dsl.units import BYTES, FLOPS
+from ..dsl.yamlload import Map
+
+TRAINING_QUERIES: dict[str, str] = {
+    "train_memory": "train_memory(B=1, P, precision=mixed, optimizer=adam, component=, checkpointing=) — "
+                    "training memory in bytes; component weights|gradients|master|<optimizer state>|moments|"
+                    "optimizer (master + moments)|static (all per-parameter state)|activations; P only for activations",
+    "train_flops": "train_flops(B=1, P, checkpointing=, backward=2, <option>=) — matrix FLOPs of one training step: "
+                   "(1 + backward + recompute) forward passes of B sequences of P tokens",
+}
+
+# precision recipe: component -> dtype (bytes per parameter)
+PRECISIONS = {
+    "mixed": {"weights": "bf16", "gradients": "bf16", "master": "fp32"},
+    "mixed_fp16": {"weights": "fp16", "gradients": "fp16", "master": "fp32"},
+    "bf16": {"weights": "bf16", "gradients": "bf16"},
+    "fp32": {"weights": "fp32", "gradients": "fp32"},
+}
+# optimizer recipe: state name -> dtype (bytes per parameter)
+OPTIMIZERS = {
+    "adam": {"m": "fp32", "v": "fp32"},
+    "adamw": {"m": "fp32", "v": "fp32"},
+    "momentum": {"momentum": "fp32"},
+    "sgd": {},
+}
+_PRECISION_KEYS = {"weights", "gradients", "master"}
+_GROUPS = {"moments", "optimizer", "static", "activations"}
+
+
+class _Training:
+    """The spec's `training:` section, checked and parsed (expressions stay ASTs)."""
+
+    def __init__(self, spec):
+        from .spec import check_keys, text
+
+        raw = spec.raw.get("training") if spec.raw is not None else None
+        self.loc = getattr(raw, "loc", None)
+        self.declared = raw is not None
+        self.precisions = {k: dict(v) for k, v in PRECISIONS.items()}
+        self.optimizers = {k: dict(v) for k, v in OPTIMIZERS.items()}
+        self.dtype = None
+        self.policies: dict = {}   # name -> (saved {segment: AST}, recompute AST)
+        if raw is None:
+            return
+        raw = check_keys(raw, {"doc", "activation_dtype", "checkpointing", "precisions", "optimizers"}, set(),
+                         "training")
+        if raw.get("activation_dtype") is not None:
+            self.dtype = parse_expr(text(raw["activation_dtype"], "activation_dtype"))
+        for key, table, allowed in (("precisions", self.precisions, _PRECISION_KEYS),
+                                    ("optimizers", self.optimizers, None)):
+            node = raw.get(key)
+            if node is None:
+                continue
+            for rname, body in check_keys(node, set(node), set(), key).items():
+                body = check_keys(body or Map(), allowed or set(body or {}), set(), f"{key[:-1]} '{rname}'")
+                table[rname] = {c: parse_expr(text(v, c)) for c, v in body.items()}
+        node = raw.get("checkpointing")
+        if node is not None:
+            for pname, body in check_keys(node, set(node), set(), "checkpointing").items():
+                body = check_keys(body, {"saved", "recompute", "doc"}, {"saved"}, f"checkpointing policy '{pname}'")
+                saved = check_keys(body["saved"], set(body["saved"]), set(), f"saved of policy '{pname}'")
+                self.policies[pname] = (
+                    {seg: (parse_expr(text(v, seg)), saved.key_loc(seg)) for seg, v in saved.items()},
+                    parse_expr(text(body["recompute"], "recompute")) if body.get("recompute") is not None else None)
 
 
 class TrainingQueries:
     """Methods q_<name>(self, model, args) -> Quantity, like QueryEngine's."""
+
+    def _training(self) -> _Training:
+        if getattr(self, "_training_cache", None) is None:
+            self._training_cache = _Training(self.spec)
+        return self._training_cache
+
+    @staticmethod
+    def _dtype_bytes(model, value, loc) -> sp.Expr:
+        """Bytes per element of a recipe entry: a dtype name (fp32, bf16, ...) or an expression."""
+        from .expressions import Evaluator
+        from .queries import _env
+        from .symbols import DTYPE_BYTES
+
+        if isinstance(value, str):
+            if value not in DTYPE_BYTES:
+                raise SpecError(f"unknown dtype '{value}'", loc, expected=did_you_mean(value, DTYPE_BYTES))
+            return DTYPE_BYTES[value]
+        return Evaluator(_env(model), what="name")(value)
+
+    def _policy(self, tr: _Training, a):
+        name = a.name("checkpointing")
+        if not tr.policies:
+            raise SpecError(f"{self.spec.model} declares no activations for training", tr.loc or a.loc,
+                            expected="a 'training:' section with activation_dtype: and checkpointing:")
+        if name is None:
+            return next(iter(tr.policies))
+        if name not in tr.policies:
+            raise SpecError(f"unknown checkpointing policy '{name}'", a.loc, expected=did_you_mean(name, tr.policies))
+        return name
+
+    def _activation_bytes(self, model, tr: _Training, policy: str, batch, seq, loc) -> sp.Expr:
+        from .expressions import Evaluator
+        from .queries import _env
+        from .symbols import B, P
+
+        if tr.dtype is None:
+            raise SpecError("training activations need 'activation_dtype:'", tr.loc, expected="activation_dtype: bf16")
+        env = _env(model)
+        per_elem = self._dtype_bytes(model, tr.dtype, tr.loc)
+        saved, _ = tr.policies[policy]
+        total = sp.Integer(0)
+        for seg, (node, seg_loc) in saved.items():
+            layers = {l for op in model.ops if op.segment == seg for l in (op.layers or (None,))}
+            if not layers:
+                segments = {op.segment for op in model.ops}
+                raise SpecError(f"checkpointing policy '{policy}' names unknown stack segment '{seg}'", seg_loc,
+                                span=len(seg), expected=did_you_mean(seg, segments))
+            total += len(layers) * Evaluator(env, what="name")(node)
+        return (total * B * P * per_elem).xreplace({B: batch, P: seq})
+
+    def q_train_memory(self, model, a):
+        from .queries import Quantity
+
+        tr = self._training()
+        prec_name = a.name("precision") or "mixed"
+        opt_name = a.name("optimizer") or "adam"
+        if prec_name not in tr.precisions:
+            raise SpecError(f"unknown precision '{prec_name}'", a.loc, expected=did_you_mean(prec_name, tr.precisions))
+        if opt_name not in tr.optimizers:
+            raise SpecError(f"unknown optimizer '{opt_name}'", a.loc, expected=did_you_mean(opt_name, tr.optimizers))
+        precision, optimizer = tr.precisions[prec_name], tr.optimizers[opt_name]
+        component = a.name("component")
+        known = _PRECISION_KEYS | set(optimizer) | _GROUPS
+        if component is not None and component not in known:
+            raise SpecError(f"no training component '{component}' (precision {prec_name}, optimizer {opt_name})",
+                            a.loc, expected=did_you_mean(component, known))
+        picked = {
+            None: set(precision) | set(optimizer) | {"activations"},
+            "static": set(precision) | set(optimizer),
+            "optimizer": ({"master"} & set(precision)) | set(optimizer),
+            "moments": set(optimizer),
+        }.get(component, {component})
+        n_params = self._sum_params(model, {}, a.loc)
+        total = sp.Integer(0)
+        for part in sorted(picked - {"activations"}):
+            recipe = precision if part in _PRECISION_KEYS else optimizer
+            if part in recipe:
+                total += n_params * self._dtype_bytes(model, recipe[part], a.loc)
+        if "activations" in picked:
+            if component == "activations" or a.raw("P") is not None:
+                policy = self._policy(tr, a)
+                total += self._activation_bytes(model, tr, policy, a.scenario("B", 1), a.scenario("P"), a.loc)
+            else:
+                a.scenario("P")   # the total needs the sequence length: a located 'missing P=' error
+        return Quantity(total, BYTES)
+
+    def q_train_flops(self, model, a):
+        from .expressions import Evaluator
+        from .queries import Quantity, _env
+        from .symbols import B, P, S
+
+        tr = self._training()
+        batch, seq = a.scenario("B", 1), a.scenario("P")
+        if isinstance(seq, sp.Integer) and seq < 1:
+            raise SpecError("P must be at least 1", a.loc, expected="P >= 1")
+        a.used.add("backward")
+        backward = a.raw("backward")
+        backward = sp.Integer(2) if backward is None else sp.nsimplify(backward)
+        recompute = sp.Integer(0)
+        if tr.policies:
+            _, node = tr.policies[self._policy(tr, a)]
+            if node is not None:
+                recompute = Evaluator(_env(model), what="name")(node)
+        elif a.raw("checkpointing") is not None:
+            self._policy(tr, a)
+        ext = a.check_context(model, seq)
+        forward = self._sum(model, "flops", a.filters(), a.loc).xreplace({B: batch, S: sp.Integer(0), P: seq})
+        return Quantity((1 + backward + recompute) * forward, FLOPS, ext)
