@@ -15,7 +15,7 @@ import sympy as sp
 
 from ..compiler.queries import QueryEngine, Quantity
 from ..compiler.spec import Spec, check_keys, seq, text
-from ..compiler.symbols import SCENARIO
+from ..compiler.symbols import DTYPE_BYTES, SCENARIO
 from ..compiler.expressions import Evaluator
 from ..dsl.errors import Loc, SpecError
 from ..dsl.parser import parse_expr, parse_quantity
@@ -126,9 +126,13 @@ def check(engine: QueryEngine, claim: Claim) -> Result:
     except (ValueError, TypeError, ZeroDivisionError) as exc:
         return Result(claim, "ERROR", message=f"{claim.eval.loc}: cannot evaluate: {exc}")
     if claim.expect_formula is not None:
-        env = dict(SCENARIO)
+        # a formula may name the scenario symbols, the spec's dimensions (as the
+        # document writes it: 2*L*n_kv*d_h*bf16) and storage types' bytes
+        env = dict(DTYPE_BYTES)
+        env.update({k: v for k, v in engine.model({}).dims.items() if not isinstance(v, tuple)})
+        env.update(SCENARIO)
         try:
-            formula = Evaluator(env, what="scenario symbol")(parse_expr(claim.expect_formula))
+            formula = Evaluator(env, what="scenario symbol or dimension")(parse_expr(claim.expect_formula))
         except SpecError as exc:
             return Result(claim, "ERROR", computed, message=exc.render())
         agrees = sp.simplify(sp.expand(computed.value - formula)) == 0
