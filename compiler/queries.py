@@ -160,12 +160,11 @@ class QueryEngine(TrainingQueries):
     def _sum(self, model: Model, what: str, filters: dict, loc) -> sp.Expr:
         key = (id(model), what, tuple(sorted(filters.items())))
         if key not in self._sums:
-            total = sp.Integer(0)
             per_layer = "layer" in filters
-            for op in self._ops(model, filters, loc):
-                value = getattr(op, what)
-                total += value if per_layer else op.mult * value
-            self._sums[key] = total
+            # one Add of all terms: adding one by one re-flattens the sum every time
+            terms = [getattr(op, what) if per_layer else op.mult * getattr(op, what)
+                     for op in self._ops(model, filters, loc)]
+            self._sums[key] = sp.Add(*terms)
         return self._sums[key]
 
     # ------------------------------------------------------------ formats and stores
@@ -181,7 +180,14 @@ class QueryEngine(TrainingQueries):
         if node is None:
             raise SpecError(f"format '{fmt}' gives no bytes per parameter for group '{group}'",
                             self.spec.formats[fmt].loc, expected="a 'default:' entry under weights")
-        return Evaluator({**_env(model)}, what="name")(node)
+        return self._constant(model, node)
+
+    def _constant(self, model: Model, node) -> sp.Expr:
+        """A spec expression in the model's dimensions (bytes per parameter or entry), evaluated once."""
+        key = (id(model), id(node))
+        if key not in self._sums:
+            self._sums[key] = Evaluator(_env(model), what="name")(node)
+        return self._sums[key]
 
     def _store_bytes(self, model: Model, store: str, fmt: str) -> sp.Expr:
         sdef = self.spec.stores[store]
@@ -189,7 +195,7 @@ class QueryEngine(TrainingQueries):
         if node is None:
             raise SpecError(f"store '{store}' has no entry size for format '{fmt}'", sdef.loc,
                             expected=f"bytes: {{{fmt}: ...}} or a default")
-        return Evaluator(_env(model), what="name")(node)
+        return self._constant(model, node)
 
     def _stores(self, component, loc) -> list:
         names = list(self.spec.stores)
@@ -202,11 +208,8 @@ class QueryEngine(TrainingQueries):
         return picked
 
     def _state_expr(self, model: Model, uses: list, fmt: str, stores: list) -> sp.Expr:
-        total = sp.Integer(0)
-        for use in uses:
-            if use.store in stores:
-                total += use.mult * use.entries * self._store_bytes(model, use.store, fmt)
-        return total
+        return sp.Add(*[use.mult * use.entries * self._store_bytes(model, use.store, fmt)
+                        for use in uses if use.store in stores])
 
     # ------------------------------------------------------------ the queries
     def q_params(self, model, a):
@@ -215,10 +218,8 @@ class QueryEngine(TrainingQueries):
 
     def _sum_params(self, model, filters, loc):
         group = filters.pop("group", None)
-        total = sp.Integer(0)
         per_layer = "layer" in filters
-        for op in self._ops(model, filters, loc):
-            total += op.params(group) * (1 if per_layer else op.mult)
+        total = sp.Add(*[op.params(group) * (1 if per_layer else op.mult) for op in self._ops(model, filters, loc)])
         if group is not None and total == 0 and group not in {w.group for o in model.ops for w in o.weights}:
             known = {w.group for o in model.ops for w in o.weights} | {"embedding_head", "attention_projection",
                                                                        "dense_shared_ffn", "routed_experts", "engram", "other"}
