@@ -230,7 +230,11 @@ def _parse_cached(text, start: str, origin=None):
     key = str(text)
     tree = _DISK.get(key, start)
     if tree is None:
-        tree = _parse(key, start, None, anonymous=True)
+        try:
+            tree = _parse(key, start, None, anonymous=True)
+        except SpecError:
+            _parse(text, start, origin)   # raises the same error, located where the text is
+            raise
         _DISK.put(key, start, tree)
     src = _Source(key, text if hasattr(text, "loc_at") else (origin or "<input>"))
     return relocate(tree, src.loc)
