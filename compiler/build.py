@@ -76,6 +76,18 @@ class Model:
     writes: list = field(default_factory=list)   # StateUse: entries one decode step at length H writes
 
 
+def graph_of(ops) -> nx.DiGraph:
+    """The op graph: a node per op, an edge per tensor from the op that made it.
+    (Rebuilt from the ops when a model comes out of the cache.)"""
+    graph = nx.DiGraph()
+    for op in ops:
+        graph.add_node(op.id, op=op)
+        for tname, tensor in op.inputs:
+            if tensor.producer is not None:
+                graph.add_edge(tensor.producer, op.id, tensor=tname, rows=tensor.rows, width=tensor.width)
+    return graph
+
+
 def _base_env(spec: Spec):
     env: dict = dict(DTYPE_BYTES)
     env.update(SCENARIO)

@@ -10,6 +10,7 @@ default ~/.cache/specc; an empty SPECC_CACHE_DIR disables it)."""
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import hashlib
 import os
 import pickle
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from .build import Model, compile_spec
+from .build import Model, compile_spec, graph_of
 from .spec import Spec
 
 def _unevaluated_min(*args):
@@ -77,6 +78,7 @@ def compile_cached(spec: Spec, **choices) -> Model:
             with open(path, "rb") as fh:
                 model = pickle.load(fh)
             model.spec = spec
+            model.graph = graph_of(model.ops)
             return model
         except Exception:  # noqa: BLE001 - a damaged entry is recompiled
             pass
@@ -84,8 +86,10 @@ def compile_cached(spec: Spec, **choices) -> Model:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        # the graph is derived from the ops and the spec is loaded anyway: store neither
+        stored = dataclasses.replace(model, graph=None, spec=None)
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump(model, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(stored, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass
