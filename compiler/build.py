@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
 import sympy as sp
 
 from ..dsl import ast
@@ -70,15 +69,23 @@ class Model:
     ops: list
     states: list
     reads: list
-    graph: nx.DiGraph
+    graph_: object            # the networkx graph, built from the ops on first use (see .graph)
     max_context: sp.Expr | None
     runs: list                # (segment, group index, first layer, last layer)
     writes: list = field(default_factory=list)   # StateUse: entries one decode step at length H writes
 
+    @property
+    def graph(self):
+        if self.graph_ is None:
+            self.graph_ = graph_of(self.ops)
+        return self.graph_
 
-def graph_of(ops) -> nx.DiGraph:
+
+def graph_of(ops):
     """The op graph: a node per op, an edge per tensor from the op that made it.
-    (Rebuilt from the ops when a model comes out of the cache.)"""
+    Derived from the ops on demand, so queries never pay for networkx."""
+    import networkx as nx
+
     graph = nx.DiGraph()
     for op in ops:
         graph.add_node(op.id, op=op)
@@ -137,7 +144,7 @@ class _Builder:
         self.states: list = []
         self.reads: list = []
         self.writes: list = []
-        self.graph = nx.DiGraph()
+        self.node_ids: set = set()
         self.runs: list = []
 
     # ------------------------------------------------------------ segments
@@ -149,7 +156,7 @@ class _Builder:
         if self.spec.max_context is not None:
             max_ctx = Evaluator(self.env, what="dimension")(self.spec.max_context)
         return Model(self.spec, self.choices, self.dims, self.sets, self.ops, self.states, self.reads,
-                     self.graph, max_ctx, self.runs, self.writes)
+                     None, max_ctx, self.runs, self.writes)
 
     def _segment(self, seg: Segment, stream):
         layers = _layer_indices(seg.layers, self.env, self.sets, f"segment '{seg.name}'") \
@@ -302,7 +309,7 @@ class _Builder:
         name = f"{prefix}.{stmt.targets[0]}"
         node_id = name
         suffix = 2
-        while node_id in self.graph:
+        while node_id in self.node_ids:
             node_id, suffix = f"{name}~{suffix}", suffix + 1
         input_tensors = [(a.id, tensors[a.id]) for a in stmt.args if isinstance(a, ast.Name) and a.id in tensors]
         component = opts.get("component") or prim.DEFAULT_COMPONENT.get(cost.kind) or \
@@ -313,10 +320,7 @@ class _Builder:
                       active * cost.lookup_rows, cost.experts, input_tensors[0][1].rows if input_tensors else sp.Integer(0),
                       cost.formula, stmt, input_tensors, [])
         self.ops.append(node)
-        self.graph.add_node(node_id, op=node)
-        for tname, tensor in input_tensors:
-            if tensor.producer is not None:
-                self.graph.add_edge(tensor.producer, node_id, tensor=tname, rows=tensor.rows, width=tensor.width)
+        self.node_ids.add(node_id)
         for target, out in zip(stmt.targets, cost.outputs):
             if out is not None:
                 out = prim.Tensor(out.rows, out.width, node_id)

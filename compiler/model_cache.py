@@ -19,7 +19,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from .build import Model, compile_spec, graph_of
+from .build import Model, compile_spec
 from .spec import Spec
 
 def _unevaluated_min(*args):
@@ -78,7 +78,6 @@ def compile_cached(spec: Spec, **choices) -> Model:
             with open(path, "rb") as fh:
                 model = pickle.load(fh)
             model.spec = spec
-            model.graph = graph_of(model.ops)
             return model
         except Exception:  # noqa: BLE001 - a damaged entry is recompiled
             pass
@@ -87,7 +86,7 @@ def compile_cached(spec: Spec, **choices) -> Model:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         # the graph is derived from the ops and the spec is loaded anyway: store neither
-        stored = dataclasses.replace(model, graph=None, spec=None)
+        stored = dataclasses.replace(model, graph_=None, spec=None)
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(stored, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)

@@ -6,9 +6,9 @@ text, the grammar rule and the grammar itself. So each tree is stored once,
 positioned as if the text started at line 1, column 1 of an anonymous source,
 and relocated to wherever the text really is when it is reused.
 
-The cache file lives in $SPECC_CACHE_DIR (default ~/.cache/specc), is named by
-a hash of the grammar and of the code that builds trees, and is written
-atomically at exit. Set SPECC_CACHE_DIR to an empty string to disable it."""
+The cache lives in $SPECC_CACHE_DIR (default ~/.cache/specc) in a folder named
+by a hash of the grammar and of the code that builds trees, one file per source
+file, written atomically at exit. Set SPECC_CACHE_DIR to an empty string to disable it."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ ANON = "<anon>"
 _HERE = Path(__file__).parent
 
 
-def _cache_file() -> Path | None:
+def _cache_dir() -> Path | None:
     root = os.environ.get("SPECC_CACHE_DIR")
     if root == "":
         return None
@@ -35,41 +35,57 @@ def _cache_file() -> Path | None:
     digest = hashlib.sha256()
     for name in ("specc.lark", "parser.py", "ast.py", "parse_cache.py"):
         digest.update((_HERE / name).read_bytes())
-    return root / f"parses-{digest.hexdigest()[:16]}.pickle"
+    return root / f"parses-{digest.hexdigest()[:16]}"
 
 
 class ParseCache:
+    """Trees are kept in one shard per source file (plus one for texts that are
+    not in a file), so a command reading one spec loads only that spec's trees."""
+
     def __init__(self):
-        self.path = _cache_file()
-        self.trees: dict = {}
-        self.dirty = False
-        if self.path is not None and self.path.exists():
-            try:
-                with open(self.path, "rb") as fh:
-                    self.trees = pickle.load(fh)
-            except Exception:  # noqa: BLE001 - a damaged cache is only a slower start
-                self.trees = {}
+        self.folder = _cache_dir()
+        self.shards: dict = {}      # shard name -> {(text, start): tree}
+        self.dirty: set = set()
         atexit.register(self.save)
 
-    def get(self, text: str, start: str):
-        return self.trees.get((text, start))
+    def _path(self, shard: str) -> Path:
+        return self.folder / (hashlib.sha256(shard.encode()).hexdigest()[:24] + ".pickle")
 
-    def put(self, text: str, start: str, tree):
-        self.trees[(text, start)] = tree
-        self.dirty = True
+    def _shard(self, shard: str) -> dict:
+        trees = self.shards.get(shard)
+        if trees is None:
+            trees = {}
+            if self.folder is not None:
+                try:
+                    with open(self._path(shard), "rb") as fh:
+                        trees = pickle.load(fh)
+                except FileNotFoundError:
+                    pass
+                except Exception:  # noqa: BLE001 - a damaged shard is only a slower start
+                    trees = {}
+            self.shards[shard] = trees
+        return trees
+
+    def get(self, shard: str, text: str, start: str):
+        return self._shard(shard).get((text, start))
+
+    def put(self, shard: str, text: str, start: str, tree):
+        self._shard(shard)[(text, start)] = tree
+        self.dirty.add(shard)
 
     def save(self):
-        if not self.dirty or self.path is None:
+        if self.folder is None:
             return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(self.trees, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
-            self.dirty = False
-        except OSError:
-            pass  # read-only home or full disk: the cache is an optimisation only
+        for shard in sorted(self.dirty):
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+                with os.fdopen(fd, "wb") as fh:
+                    pickle.dump(self.shards[shard], fh, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, self._path(shard))
+            except OSError:
+                pass  # read-only home or full disk: the cache is an optimisation only
+        self.dirty.clear()
 
 
 _FIELDS: dict = {}

@@ -228,14 +228,15 @@ def _parse_cached(text, start: str, origin=None):
     if _DISK is None:
         _DISK = ParseCache()
     key = str(text)
-    tree = _DISK.get(key, start)
+    shard = text.loc.file if hasattr(text, "loc_at") else "<texts>"
+    tree = _DISK.get(shard, key, start)
     if tree is None:
         try:
             tree = _parse(key, start, None, anonymous=True)
         except SpecError:
             _parse(text, start, origin)   # raises the same error, located where the text is
             raise
-        _DISK.put(key, start, tree)
+        _DISK.put(shard, key, start, tree)
     src = _Source(key, text if hasattr(text, "loc_at") else (origin or "<input>"))
     return relocate(tree, src.loc)
 
