@@ -575,7 +575,7 @@ class _QueryEvaluator:
         if other is not None:
             if not isinstance(other.value, ast.Name):
                 raise SpecError("'spec=' takes the name of a spec file next to this one", other.value.loc,
-                                expected="spec=qwen3_8b")
+                                expected="spec=<name of a spec file in the same folder>")
             rest = tuple(kw for kw in node.kwargs if kw is not other)
             return _QueryEvaluator(engine.sibling(other.value.id, other.value.loc), self.symbolic_ok)._call(
                 dataclasses.replace(node, kwargs=rest))
