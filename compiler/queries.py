@@ -130,6 +130,15 @@ class QueryEngine(TrainingQueries):
         self._sums: dict = {}
         self._siblings: dict = {}
 
+    @classmethod
+    def shared(cls, spec: Spec) -> "QueryEngine":
+        """The process's engine for this spec file (one per file), so a spec asked
+        through spec=NAME by another is compiled once."""
+        path = Path(spec.path).resolve()
+        if path not in _ENGINES:
+            _ENGINES[path] = cls(spec)
+        return _ENGINES[path]
+
     # ------------------------------------------------------------ models and sums
     def model(self, choices: dict) -> Model:
         key = tuple(sorted(choices.items()))
@@ -219,7 +228,11 @@ class QueryEngine(TrainingQueries):
     def _sum_params(self, model, filters, loc):
         group = filters.pop("group", None)
         per_layer = "layer" in filters
-        total = sp.Add(*[op.params(group) * (1 if per_layer else op.mult) for op in self._ops(model, filters, loc)])
+        key = (id(model), "params", group)
+        if key not in self._sums:
+            self._sums[key] = {op.id: op.params(group) for op in model.ops}
+        params = self._sums[key]
+        total = sp.Add(*[params[op.id] * (1 if per_layer else op.mult) for op in self._ops(model, filters, loc)])
         if group is not None and total == 0 and group not in {w.group for o in model.ops for w in o.weights}:
             known = {w.group for o in model.ops for w in o.weights} | {"embedding_head", "attention_projection",
                                                                        "dense_shared_ffn", "routed_experts", "engram", "other"}
@@ -392,7 +405,7 @@ class QueryEngine(TrainingQueries):
                 known = sorted(p.stem for p in path.parent.glob("*.yaml"))
                 raise SpecError(f"no spec '{name}' next to {Path(self.spec.path).name}", loc, span=len(name),
                                 expected=did_you_mean(name, known))
-            self._siblings[name] = _ENGINES.get(path) or _ENGINES.setdefault(path, QueryEngine(load_spec(path)))
+            self._siblings[name] = _ENGINES.get(path) or QueryEngine.shared(load_spec(path))
         return self._siblings[name]
 
     def q_op_count(self, model, a):

@@ -113,5 +113,38 @@ def load_yaml_file(path: str | Path):
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"cannot read {path}: {exc.strerror}") from None
-    _FILES[key] = load_yaml_text(text, str(path))
+    _FILES[key] = _load_cached(text, str(path))
     return _FILES[key]
+
+
+def _load_cached(text: str, path: str):
+    """Converted trees are pickled under a hash of the text, its path and this
+    module (as the parse cache does); errors are never cached."""
+    import hashlib
+    import os
+    import pickle
+    import tempfile
+
+    root = os.environ.get("SPECC_CACHE_DIR")
+    if root == "":
+        return load_yaml_text(text, path)
+    folder = (Path(root) if root else Path.home() / ".cache" / "specc") / "yaml"
+    digest = hashlib.sha256(Path(__file__).read_bytes() + path.encode() + b"\0" + text.encode()).hexdigest()[:32]
+    cached = folder / f"{digest}.pickle"
+    try:
+        with open(cached, "rb") as fh:
+            return pickle.load(fh)
+    except FileNotFoundError:
+        pass
+    except Exception:  # noqa: BLE001 - a damaged entry is rebuilt
+        pass
+    tree = load_yaml_text(text, path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(tree, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, cached)
+    except OSError:
+        pass
+    return tree

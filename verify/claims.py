@@ -189,5 +189,5 @@ def _erratum(result: Result, agrees: bool) -> Result:
 
 
 def verify_spec(spec: Spec, extra_files=()) -> list[Result]:
-    engine = QueryEngine(spec)
+    engine = QueryEngine.shared(spec)
     return [check(engine, claim) for claim in load_claims(spec, extra_files)]
