@@ -151,20 +151,29 @@ class QueryEngine(TrainingQueries):
         for key, value in filters.items():
             if key == "op":
                 picked = [o for o in ops if o.matches(value)]
-                known = {part for o in model.ops for part in o.name.split(".")[1:]}
             elif key == "layer":
                 picked = [o for o in ops if value in o.layers]
-                known = {str(l) for o in model.ops for l in o.layers}
             elif key == "group":
                 picked = [o for o in ops if any(w.group == value for w in o.weights)]
-                known = {w.group for o in model.ops for w in o.weights}
             else:
                 picked = [o for o in ops if getattr(o, key) == value]
-                known = {getattr(o, key) for o in model.ops}
-            if not picked and str(value) not in known:
-                raise SpecError(f"no op has {key} '{value}'", loc, expected=did_you_mean(str(value), known))
+            if not picked:
+                known = self._known(model, key)
+                if str(value) not in known:
+                    raise SpecError(f"no op has {key} '{value}'", loc, expected=did_you_mean(str(value), known))
             ops = picked
         return ops
+
+    @staticmethod
+    def _known(model: Model, key: str) -> set:
+        """The values a filter could take (only needed for an error message)."""
+        if key == "op":
+            return {part for o in model.ops for part in o.name.split(".")[1:]}
+        if key == "layer":
+            return {str(l) for o in model.ops for l in o.layers}
+        if key == "group":
+            return {w.group for o in model.ops for w in o.weights}
+        return {getattr(o, key) for o in model.ops}
 
     def _sum(self, model: Model, what: str, filters: dict, loc) -> sp.Expr:
         key = (id(model), what, tuple(sorted(filters.items())))
@@ -307,7 +316,9 @@ class QueryEngine(TrainingQueries):
         stores = self._stores(a.name("component") or ("kv" if self._has_tag("kv") else None), a.loc)
         expr = self._state_expr(model, model.states, fmt, stores)
         slope = (expr.xreplace({H: _FAR + _SPAN}) - expr.xreplace({H: _FAR})) / _SPAN
-        return Quantity(sp.nsimplify(slope), combine(BYTES, TOKENS, -1))
+        # the slope of a state that grows by floor(H/r) steps is exact at a multiple
+        # of every ratio (_FAR, _SPAN); it is already a rational, nothing to guess
+        return Quantity(sp.simplify(slope) if not slope.is_Rational else slope, combine(BYTES, TOKENS, -1))
 
     def _has_tag(self, tag):
         return any(tag in s.tags for s in self.spec.stores.values())
