@@ -35,6 +35,9 @@ TOTALS = {
     "nemotron3_nano": 31_577_940_288,       # config count; published ≈ 31.6B, seed 31.58
     "deepseekmoe_16b": 16_375_728_128,      # config count; published 16.4B
     "toy_moe": 17_160,                      # code 2a: router 16·8 + 8 + 8·(16·64 + 64 + 64·16 + 16)
+    "deepseek_v3": 671_026_419_200,         # main model (mtp=off default); with MTP below
+    "deepseek_llm_67b": 67_425_001_472,     # deepseek-llm-67b-base config count (95 layers, GQA 64/8)
+    "shazeer2017_moe": 512 * 131072 + 131072 * 2 * 512 * 1024,  # gate + 2^17 experts of 2^20
 }
 
 ACTIVE_PARAMS = {
@@ -83,12 +86,30 @@ def test_qwen3_next_mtp_module():
     assert exact("qwen3_next_80b_a3b", "params(mtp=on) - params()")[0] == 1_650_471_424
 
 
+def test_fine_grained_split_keeps_parameters_and_flops():
+    # 16 experts of f, top-2 → 64 of f/4, top-8: same expert parameters and FLOPs, 4× the rows
+    for q in ("params(group=routed_experts, split=fine) / params(group=routed_experts)",
+              "flops(B=3, P=5, component=routed_expert, split=fine) / flops(B=3, P=5, component=routed_expert)"):
+        assert engine("fine_grained_moe_example").evaluate_text(q).value == 1
+    assert exact("fine_grained_moe_example", "rows(B=3, P=5, op=h, split=fine)")[0] == 3 * 5 * 8
+
+
+def test_deepseek_v3_mtp_module():
+    # model.layers.61: one MLA + MoE layer + embed and head copies + eh_proj 2d×d + 3 norms
+    layer = exact("deepseek_v3", "params(layer=3)")[0]
+    assert layer == 11_507_286_272
+    assert exact("deepseek_v3", "params(mtp=on) - params()")[0] == layer + 2 * 129280 * 7168 + 14336 * 7168 + 3 * 7168
+    assert exact("deepseek_v3", "params(mtp=on) - params()")[0] == 13_463_426_304
+
+
 @pytest.mark.parametrize("name,query,expected", [
     # per-token KV growth (BF16)
     ("llama31_8b", "state_bytes(H=1)", 2 * 32 * 8 * 128 * 2),
     ("mixtral_8x7b", "state_bytes(H=1)", 2 * 32 * 8 * 128 * 2),
     ("deepseek_v2", "state_bytes(H=1)", (512 + 64) * 60 * 2),
     ("deepseek_v2", "state_bytes(H=1, mla=expanded)", 128 * (128 + 64 + 128) * 60 * 2),
+    ("deepseek_v2", "state_bytes(H=8, format=deploy)", (512 + 64) * 60 * 6),   # 6 bits per element
+    ("deepseek_llm_67b", "state_bytes(H=1)", 2 * 95 * 8 * 128 * 2),
     # fixed recurrent state (vLLM default layouts of the seed)
     ("jamba2_mini", "state_bytes(H=0)", 28 * 8192 * (16 + 4 - 1) * 2),
     ("jamba2_mini", "state_bytes(H=0, format=hf)", 28 * (8192 * 16 * 4 + 8192 * 4 * 2)),
@@ -126,7 +147,8 @@ def test_gpt_oss_sliding_window_pairs():
 
 
 MY_SPECS = ["llama31_8b", "llama3_8b", "mixtral_8x7b", "gpt_oss_20b", "gpt_oss_120b", "qwen3_next_80b_a3b",
-            "jamba2_mini", "nemotron3_nano", "deepseek_v2", "deepseekmoe_16b", "toy_moe"]
+            "jamba2_mini", "nemotron3_nano", "deepseek_v2", "deepseekmoe_16b", "toy_moe", "deepseek_v3",
+            "shazeer2017_moe", "fine_grained_moe_example", "deepseek_llm_67b"]
 
 
 @pytest.mark.parametrize("name", MY_SPECS)
