@@ -95,14 +95,20 @@ def graph_of(ops):
     return graph
 
 
-def _base_env(spec: Spec):
+def _base_env(spec: Spec, overrides: dict | None = None):
+    """Dimensions in declaration order; an overridden dimension takes its new
+    value, and dimensions defined from it follow (a what-if variant)."""
     env: dict = dict(DTYPE_BYTES)
     env.update(SCENARIO)
     env.update(DERIVED)
     dims = {}
+    overrides = overrides or {}
     for key, node in spec.dims.items():
-        ev = Evaluator(env, what="dimension")
-        value = tuple(ev(n) for n in node) if isinstance(node, tuple) else ev(node)
+        if key in overrides:
+            value = overrides[key]
+        else:
+            ev = Evaluator(env, what="dimension")
+            value = tuple(ev(n) for n in node) if isinstance(node, tuple) else ev(node)
         env[key] = dims[key] = value
     return env, dims
 
@@ -128,10 +134,10 @@ def _layer_indices(expr, env, sets, where) -> list:
 
 
 class _Builder:
-    def __init__(self, spec: Spec, choices: dict):
+    def __init__(self, spec: Spec, choices: dict, overrides: dict | None = None):
         self.spec = spec
         self.choices = choices
-        self.env, self.dims = _base_env(spec)
+        self.env, self.dims = _base_env(spec, overrides)
         self.sets = {}
         for key, expr in spec.sets.items():
             self.sets[key] = frozenset(_layer_indices(expr, self.env, self.sets, f"set '{key}'"))
@@ -362,8 +368,9 @@ class _Builder:
             tensors[target] = out
 
 
-def compile_spec(spec: Spec, **choices) -> Model:
-    """Compile with the given option choices (others take their defaults)."""
+def compile_spec(spec: Spec, overrides: dict | None = None, **choices) -> Model:
+    """Compile with the given option choices (others take their defaults) and,
+    for what-if variants, some dimensions overridden ({name: value})."""
     selected = {}
     for opt_name, option in spec.options.items():
         selected[opt_name] = choices.pop(opt_name, option.default)
@@ -372,4 +379,4 @@ def compile_spec(spec: Spec, **choices) -> Model:
                             expected=did_you_mean(selected[opt_name], option.choices))
     if choices:
         raise SpecError(f"unknown option '{next(iter(choices))}'", None, expected=did_you_mean(next(iter(choices)), spec.options))
-    return _Builder(spec, selected).build()
+    return _Builder(spec, selected, overrides).build()

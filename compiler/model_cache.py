@@ -57,22 +57,24 @@ def _cache_dir() -> Path | None:
     return (Path(root) if root else Path.home() / ".cache" / "specc") / "models"
 
 
-def _key(spec: Spec, choices: dict) -> str:
+def _key(spec: Spec, choices: dict, overrides: dict | None = None) -> str:
     digest = hashlib.sha256(_engine_hash().encode())
     for source in spec.sources or [spec.path]:
         digest.update(str(source).encode() + b"\0" + Path(source).read_bytes())
     digest.update(repr(sorted(choices.items())).encode())
+    if overrides:
+        digest.update(repr(sorted(overrides.items())).encode())
     return digest.hexdigest()[:32]
 
 
-def compile_cached(spec: Spec, **choices) -> Model:
+def compile_cached(spec: Spec, overrides: dict | None = None, **choices) -> Model:
     folder = _cache_dir()
     if folder is None:
-        return compile_spec(spec, **choices)
+        return compile_spec(spec, overrides, **choices)
     try:
-        path = folder / f"{_key(spec, choices)}.pickle"
+        path = folder / f"{_key(spec, choices, overrides)}.pickle"
     except OSError:
-        return compile_spec(spec, **choices)
+        return compile_spec(spec, overrides, **choices)
     if path.exists():
         try:
             with open(path, "rb") as fh:
@@ -81,7 +83,7 @@ def compile_cached(spec: Spec, **choices) -> Model:
             return model
         except Exception:  # noqa: BLE001 - a damaged entry is recompiled
             pass
-    model = compile_spec(spec, **choices)   # errors propagate and are never cached
+    model = compile_spec(spec, overrides, **choices)   # errors propagate and are never cached
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")

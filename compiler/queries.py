@@ -69,9 +69,13 @@ QUERIES: dict[str, str] = {
     "device_memory": "device_memory(device=) — memory of a device in specs/hardware/",
 }
 # Any query also takes spec=NAME: evaluate it against the sibling spec NAME.yaml
-# (e.g. kv_bytes_per_token(spec=other_model) / kv_bytes_per_token()).
+# (e.g. kv_bytes_per_token(spec=other_model) / kv_bytes_per_token()), and
+# DIM=value for a what-if variant with a dimension changed (kv_bytes_per_token(n_kv=4)).
 QUERIES.update(TRAINING_QUERIES)
 _FILTERS = {"stage", "component", "op", "layer", "group"}
+# argument names queries use; a spec dimension of the same name cannot be overridden in a query
+_QUERY_ARGS = {"B", "S", "P", "G", "H", "format", "device", "workspace", "extrapolate", "precision", "optimizer",
+               "checkpointing", "backward", "spec"} | _FILTERS
 
 
 def _hardware_file(spec_path: str, device: str, loc) -> Path:
@@ -140,10 +144,10 @@ class QueryEngine(TrainingQueries):
         return _ENGINES[path]
 
     # ------------------------------------------------------------ models and sums
-    def model(self, choices: dict) -> Model:
-        key = tuple(sorted(choices.items()))
+    def model(self, choices: dict, overrides: dict | None = None) -> Model:
+        key = (tuple(sorted(choices.items())), tuple(sorted((overrides or {}).items())))
         if key not in self._models:
-            self._models[key] = compile_cached(self.spec, **choices)
+            self._models[key] = compile_cached(self.spec, overrides or None, **choices)
         return self._models[key]
 
     def _ops(self, model: Model, filters: dict, loc):
@@ -629,10 +633,17 @@ class _QueryEvaluator:
         if node.args:
             raise SpecError(f"{node.func}() takes named arguments only", node.args[0].loc,
                             expected=QUERIES[node.func])
-        values, nodes, choices = {}, {}, {}
+        values, nodes, choices, overrides = {}, {}, {}, {}
         for kw in node.kwargs:
             nodes[kw.name] = kw.value
-            if kw.name in spec.options:
+            if kw.name in spec.dims and kw.name not in _QUERY_ARGS:
+                # a what-if variant: the query runs on the model with this dimension changed
+                value = self.eval(kw.value)
+                if value.dims != NONE or not value.value.is_Integer or value.value < 0:
+                    raise SpecError(f"dimension override '{kw.name}=' takes a non-negative integer", kw.value.loc,
+                                    expected=f"e.g. {kw.name}={engine.model({}).dims.get(kw.name)}")
+                overrides[kw.name] = value.value
+            elif kw.name in spec.options:
                 if not isinstance(kw.value, ast.Name):
                     raise SpecError(f"option '{kw.name}=' takes a choice name", kw.value.loc,
                                     expected=did_you_mean("", spec.options[kw.name].choices))
@@ -650,7 +661,7 @@ class _QueryEvaluator:
                 if values[kw.name].dims == NONE and kw.name not in ("workspace",):
                     values[kw.name] = values[kw.name].value
         args = _Args(values, node.loc, engine, {"symbolic_ok": self.symbolic_ok}, nodes)
-        model = engine.model(choices)
+        model = engine.model(choices, overrides)
         result = getattr(engine, "q_" + node.func)(model, args)
         unused = set(values) - args.used - {"extrapolate"}
         if unused:

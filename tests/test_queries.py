@@ -369,3 +369,17 @@ def test_cross_spec_query(v41_engine, qwen_engine):
 
 def test_device_memory(qwen_engine):
     assert value(qwen_engine, "device_memory(device=rtx_4090)") == 24 * 10**9
+
+
+# ================================================================== what-if dimension overrides
+def test_dimension_override_is_a_variant(qwen_engine):
+    # halving the KV heads halves the KV cache and removes half the K/V projections
+    assert quantity(qwen_engine, "kv_bytes_per_token(n_kv=4) / kv_bytes_per_token()").value == sp.Rational(1, 2)
+    assert value(qwen_engine, "params() - params(n_kv=4)") == 36 * 2 * 4096 * 4 * 128
+    # the spec itself is untouched
+    assert value(qwen_engine, "params()") == 8_190_735_360
+
+
+def test_dimension_override_rejects_non_integers(qwen_engine):
+    with pytest.raises(SpecError, match="non-negative integer"):
+        quantity(qwen_engine, "params(d=2 GB)")
