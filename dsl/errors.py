@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Loc:
-    """A 1-based position in a source (a file path or a pseudo-file like `<query>`)."""
+class Loc(NamedTuple):
+    """A 1-based position in a source (a file path or a pseudo-file like `<query>`).
+    (A named tuple: positions are made by the ten thousand when claims are read.)"""
 
     file: str
     line: int

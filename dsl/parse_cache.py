@@ -33,7 +33,7 @@ def _cache_dir() -> Path | None:
         return None
     root = Path(root) if root else Path.home() / ".cache" / "specc"
     digest = hashlib.sha256()
-    for name in ("specc.lark", "parser.py", "ast.py", "parse_cache.py"):
+    for name in ("specc.lark", "parser.py", "ast.py", "errors.py", "parse_cache.py"):
         digest.update((_HERE / name).read_bytes())
     return root / f"parses-{digest.hexdigest()[:16]}"
 

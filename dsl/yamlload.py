@@ -129,7 +129,7 @@ def _load_cached(text: str, path: str):
     if root == "":
         return load_yaml_text(text, path)
     folder = (Path(root) if root else Path.home() / ".cache" / "specc") / "yaml"
-    digest = hashlib.sha256(Path(__file__).read_bytes() + path.encode() + b"\0" + text.encode()).hexdigest()[:32]
+    digest = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name("errors.py").read_bytes() + path.encode() + b"\0" + text.encode()).hexdigest()[:32]
     cached = folder / f"{digest}.pickle"
     try:
         with open(cached, "rb") as fh:
