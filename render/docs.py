@@ -172,15 +172,7 @@ def build_files(out_dir: Path, spec_glob: str = "specs/*.yaml", jobs: int | None
     if not specs:
         raise RenderError(f"no spec matches {spec_glob}")
     jobs = jobs if jobs is not None else min(2, os.cpu_count() or 1)
-    results = _run_specs(specs, jobs, drawings)
-    files: dict = {}
-    entries = []
-    for res in results:
-        stem = res["meta"]["stem"]
-        for name, text in res["files"].items():
-            files[f"{stem}/{name}"] = text
-        m = res["meta"]
-        entries.append((m["model"], m["path"], m["counts"], f"{stem}/README.md"))
+    files, entries = _per_spec_files(_run_specs(specs, jobs, drawings))
     charts = _charts(Path(out_dir), specs)
     files.update(cross_files(specs, charts, drawings))
     extra_md = "\n## Cross-model comparisons\n\nSee [compare.md](compare.md).\n\n" + "".join(
@@ -197,6 +189,19 @@ def build_files(out_dir: Path, spec_glob: str = "specs/*.yaml", jobs: int | None
         files["index.html"] = R.index_html(html_entries, "<h2>Cross-model charts</h2>" + figs)
         files["VERSIONS.txt"] = tool_versions()
     return files
+
+
+def _per_spec_files(results) -> tuple:
+    """Each spec's pages under its own folder, and its index entry."""
+    files: dict = {}
+    entries = []
+    for res in results:
+        stem = res["meta"]["stem"]
+        for name, text in res["files"].items():
+            files[f"{stem}/{name}"] = text
+        m = res["meta"]
+        entries.append((m["model"], m["path"], m["counts"], f"{stem}/README.md"))
+    return files, entries
 
 
 def write_tree(out_dir: Path, files: dict, clean: bool = True) -> None:
@@ -220,14 +225,7 @@ def write_reports(specs: list, out_dir: Path) -> list:
     """`specc report`: per spec report.md/report.html (+ diagrams, plot), and an index."""
     from . import report as R
 
-    results = _run_specs(sorted(specs), min(2, os.cpu_count() or 1))
-    files, entries = {}, []
-    for res in results:
-        stem = res["meta"]["stem"]
-        for name, text in res["files"].items():
-            files[f"{stem}/{name}"] = text
-        m = res["meta"]
-        entries.append((m["model"], m["path"], m["counts"], f"{stem}/README.md"))
+    files, entries = _per_spec_files(_run_specs(sorted(specs), min(2, os.cpu_count() or 1)))
     files["README.md"] = R.index_markdown(entries)
     files["index.html"] = R.index_html([(m, p, c, link.replace("README.md", "report.html"))
                                         for m, p, c, link in entries])

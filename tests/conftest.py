@@ -20,20 +20,22 @@ def repo() -> Path:
     return REPO
 
 
-@pytest.fixture(scope="session")
-def qwen_engine():
+def shipped_engine(name: str):
+    """The query engine of specs/<name>.yaml (one per spec in the test process)."""
     from specc.compiler.queries import QueryEngine
     from specc.compiler.spec import load_spec
 
-    return QueryEngine(load_spec(QWEN))
+    return QueryEngine.shared(load_spec(SPECS / f"{name}.yaml"))
+
+
+@pytest.fixture(scope="session")
+def qwen_engine():
+    return shipped_engine("qwen3_8b")
 
 
 @pytest.fixture(scope="session")
 def v41_engine():
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
-
-    return QueryEngine(load_spec(V41))
+    return shipped_engine("deepseek_v41")
 
 
 @pytest.fixture(scope="session")

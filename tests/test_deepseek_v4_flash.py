@@ -14,7 +14,7 @@ import sympy as sp
 
 from specc.dsl.units import BYTES, FLOPS, PARAMS
 
-from conftest import SPECS
+from conftest import SPECS, shipped_engine
 
 V4F = SPECS / "deepseek_v4_flash.yaml"
 V3 = SPECS / "deepseek_v3.yaml"
@@ -22,18 +22,12 @@ V3 = SPECS / "deepseek_v3.yaml"
 
 @pytest.fixture(scope="module")
 def v4f():
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
-
-    return QueryEngine(load_spec(V4F))
+    return shipped_engine(V4F.stem)
 
 
 @pytest.fixture(scope="module")
 def v3():
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
-
-    return QueryEngine(load_spec(V3))
+    return shipped_engine(V3.stem)
 
 
 def value(engine, query: str):

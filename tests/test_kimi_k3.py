@@ -12,15 +12,14 @@ import sympy as sp
 from specc.dsl.errors import SpecError
 from specc.dsl.units import BYTES, FLOPS, PARAMS
 
+from conftest import shipped_engine
+
 K3 = Path(__file__).resolve().parents[1] / "specs" / "kimi_k3.yaml"
 
 
 @pytest.fixture(scope="module")
 def k3():
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
-
-    return QueryEngine(load_spec(K3))
+    return shipped_engine(K3.stem)
 
 
 def value(engine, query: str) -> int:

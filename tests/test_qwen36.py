@@ -17,6 +17,8 @@ import yaml
 from specc.dsl.errors import SpecError
 from specc.dsl.units import BYTES, FLOPS, PARAMS
 
+from conftest import shipped_engine
+
 REPO = Path(__file__).resolve().parents[1]
 Q36 = REPO / "specs" / "qwen36_35b_a3b.yaml"
 Q35 = REPO / "specs" / "qwen35_397b_a17b.yaml"
@@ -26,18 +28,12 @@ CATALOG = REPO / "specs" / "catalog" / "000.yaml"
 
 @pytest.fixture(scope="module")
 def q36():
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
-
-    return QueryEngine(load_spec(Q36))
+    return shipped_engine(Q36.stem)
 
 
 @pytest.fixture(scope="module")
 def q35():
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
-
-    return QueryEngine(load_spec(Q35))
+    return shipped_engine(Q35.stem)
 
 
 def value(engine, query: str, **kwargs) -> int:

@@ -17,9 +17,7 @@ import sympy as sp
 
 from specc.dsl.units import BYTES, PARAMS
 
-from pathlib import Path
-
-SPECS = Path(__file__).resolve().parents[1] / "specs"
+from conftest import SPECS, shipped_engine
 
 ACTIVE = "params() - params(group=routed_experts) * (1 - dim(k)/dim(E))"
 
@@ -56,10 +54,7 @@ _ENGINES: dict = {}
 
 def engine(name):
     if name not in _ENGINES:
-        from specc.compiler.queries import QueryEngine
-        from specc.compiler.spec import load_spec
-
-        _ENGINES[name] = QueryEngine(load_spec(SPECS / f"{name}.yaml"))
+        _ENGINES[name] = shipped_engine(name)
     return _ENGINES[name]
 
 

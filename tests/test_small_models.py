@@ -11,12 +11,11 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from specc.compiler.queries import QueryEngine
 from specc.compiler.spec import load_spec
 from specc.dsl.units import PARAMS
 from specc.verify.claims import verify_spec
 
-from conftest import SPECS
+from conftest import SPECS, shipped_engine
 
 GiB = 2**30
 
@@ -33,13 +32,7 @@ def moe_total(L, d, n_q, n_kv, d_h, E, f_e, V):
 
 @pytest.fixture(scope="module")
 def engines():
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = QueryEngine(load_spec(SPECS / f"{name}.yaml"))
-        return cache[name]
-    return get
+    return shipped_engine
 
 
 def val(engine, query):
