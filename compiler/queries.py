@@ -18,7 +18,7 @@ import sympy as sp
 from ..dsl import ast
 from ..dsl.errors import Loc, SpecError, did_you_mean
 from ..dsl.parser import parse_expr, parse_quantity
-from ..dsl.units import BYTES, FLOPS, NONE, PARAMS, TOKENS, combine, dims_name, unit, unit_of_terms
+from ..dsl.units import BYTES, FLOPS, NONE, PARAMS, SECONDS, TOKENS, combine, dims_name, unit, unit_of_terms
 from ..dsl.yamlload import load_yaml_file
 from .build import Model
 from .model_cache import compile_cached
@@ -67,12 +67,16 @@ QUERIES: dict[str, str] = {
     "dtype_bytes": "dtype_bytes(NAME) — bytes per element of a storage type (fp4 = 0.5 B, bf16 = 2 B, ...)",
     "rows": "rows(B=1, S=0, P, op=, layer=) — rows (positions × requests) an op processes in one call",
     "device_memory": "device_memory(device=) — memory of a device in specs/hardware/",
+    "device_flops": "device_flops(device=) — a device's peak dense matrix FLOP/s (its `flops:` field)",
+    "device_bandwidth": "device_bandwidth(device=) — a device's memory bandwidth (its `bandwidth:` field)",
 }
 # Any query also takes spec=NAME: evaluate it against the sibling spec NAME.yaml
 # (e.g. kv_bytes_per_token(spec=other_model) / kv_bytes_per_token()), and
 # DIM=value for a what-if variant with a dimension changed (kv_bytes_per_token(n_kv=4)).
 QUERIES.update(TRAINING_QUERIES)
 _FILTERS = {"stage", "component", "op", "layer", "group"}
+_FLOP_RATE = combine(FLOPS, SECONDS, -1)
+_BYTE_RATE = combine(BYTES, SECONDS, -1)
 # argument names queries use; a spec dimension of the same name cannot be overridden in a query
 _QUERY_ARGS = {"B", "S", "P", "G", "H", "format", "device", "workspace", "extrapolate", "precision", "optimizer",
                "checkpointing", "backward", "spec"} | _FILTERS
@@ -384,19 +388,33 @@ class QueryEngine(TrainingQueries):
         free = memory - weights - workspace
         return Quantity(sp.Max(0, sp.floor(free / state.value)), NONE, state.extrapolated)
 
-    def _device_memory(self, device, loc):
+    def _device_field(self, device, field: str, dims, loc, example: str):
+        """A device fact from specs/hardware/<device>.yaml: memory, flops (peak FLOP/s),
+        bandwidth (memory bytes/s), with its unit checked."""
         path = _hardware_file(self.spec.path, device, loc)
         hw = load_yaml_file(path)
-        if not hasattr(hw, "get") or "memory" not in hw:
-            raise SpecError(f"device file {path} needs 'memory:'", getattr(hw, "loc", None), expected="memory: 24 GB")
-        mem_q = parse_quantity(hw["memory"])
-        mem_unit = unit_of_terms(mem_q.numerator, mem_q.denominator)
-        if mem_unit.dims != BYTES:
-            raise SpecError("device memory must be in bytes", hw["memory"].loc, expected="e.g. 24 GB or 80 GiB")
-        return sp.Rational(mem_q.value * mem_unit.factor)
+        if not hasattr(hw, "get") or field not in hw:
+            raise SpecError(f"device file {path} has no '{field}:'", getattr(hw, "loc", None),
+                            expected=f"{field}: {example}")
+        value_q = parse_quantity(hw[field])
+        value_unit = unit_of_terms(value_q.numerator, value_q.denominator)
+        if value_unit.dims != dims:
+            raise SpecError(f"device {field} must be in {dims_name(dims)}", hw[field].loc, expected=f"e.g. {example}")
+        return sp.Rational(value_q.value * value_unit.factor)
+
+    def _device_memory(self, device, loc):
+        return self._device_field(device, "memory", BYTES, loc, "24 GB")
 
     def q_device_memory(self, model, a):
         return Quantity(self._device_memory(a.name("device", required=True), a.loc), BYTES)
+
+    def q_device_flops(self, model, a):
+        return Quantity(self._device_field(a.name("device", required=True), "flops", _FLOP_RATE, a.loc,
+                                           "312 TFLOPs/s"), _FLOP_RATE)
+
+    def q_device_bandwidth(self, model, a):
+        return Quantity(self._device_field(a.name("device", required=True), "bandwidth", _BYTE_RATE, a.loc,
+                                           "2 TB/s"), _BYTE_RATE)
 
     def q_rows(self, model, a):
         batch, cached, new, _ = self._call_scenario(a)

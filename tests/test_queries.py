@@ -383,3 +383,10 @@ def test_dimension_override_is_a_variant(qwen_engine):
 def test_dimension_override_rejects_non_integers(qwen_engine):
     with pytest.raises(SpecError, match="non-negative integer"):
         quantity(qwen_engine, "params(d=2 GB)")
+
+
+def test_device_rates_and_ridge_point(qwen_engine):
+    ridge = quantity(qwen_engine, "device_flops(device=rtx_2080_ti) / device_bandwidth(device=rtx_2080_ti)")
+    assert ridge.value == sp.Rational(53_800, 616)
+    with pytest.raises(SpecError, match="has no 'flops:'"):
+        quantity(qwen_engine, "device_flops(device=rtx_4090)")
