@@ -33,7 +33,7 @@ LAYER_TYPES = {"full_attention", "sliding_attention"}
 class Family:
     """How a model_type maps onto the library blocks.
 
-    attention: 'gqa' or 'mla'; ffn: 'dense', 'moe' or 'deepseek' (dense first
+    attention: 'gqa' or 'mla'; ffn: 'dense', 'moe' or 'dense_then_moe' (dense first
     layers, then MoE with shared experts); flags name the config field that turns a
     part on (a bool constant means always on/off); `unsupported` lists fields whose
     true value the blocks cannot model."""
@@ -47,32 +47,38 @@ class Family:
     sinks: bool = False
     router_bias: bool = False
     expert_bias: bool = False
-    window: str = "none"          # none | all (sliding_window on every layer) | qwen_all (all, when
-    #                               use_sliding_window) | qwen (use_sliding_window: layer_types, else the
-    #                               layers from max_window_layers on) | layer_types
+    window: str = "none"          # see WINDOW_MODES and specs/hf/families.yaml
     experts_field: str = "num_local_experts"
     expert_width_field: str = "intermediate_size"
     unsupported: tuple = ()       # boolean fields that must be false/absent
     sparse_step: bool = False     # mlp_only_layers / decoder_sparse_step choose dense layers
 
 
-FAMILIES: dict[str, Family] = {
-    "llama": Family("gqa", "dense", qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias="mlp_bias"),
-    "mistral": Family("gqa", "dense", window="all", unsupported=("attention_bias", "mlp_bias")),
-    "qwen2": Family("gqa", "dense", qkv_bias=True, window="qwen", unsupported=("mlp_bias",)),
-    "qwen3": Family("gqa", "dense", qk_norm=True, qkv_bias="attention_bias", o_bias="attention_bias",
-                    window="qwen", unsupported=("mlp_bias",)),
-    "mixtral": Family("gqa", "moe", window="all", unsupported=("attention_bias", "mlp_bias")),
-    "qwen3_moe": Family("gqa", "moe", qk_norm=True, qkv_bias="attention_bias", o_bias="attention_bias",
-                        window="qwen_all", experts_field="num_experts", expert_width_field="moe_intermediate_size",
-                        unsupported=("mlp_bias",), sparse_step=True),
-    "gpt_oss": Family("gqa", "moe", qkv_bias="attention_bias", o_bias="attention_bias", sinks=True,
-                      router_bias=True, expert_bias=True, window="layer_types", unsupported=("mlp_bias",)),
-    "deepseek_v2": Family("mla", "deepseek", experts_field="n_routed_experts",
-                          expert_width_field="moe_intermediate_size", unsupported=("attention_bias", "mlp_bias")),
-    "deepseek_v3": Family("mla", "deepseek", router_bias=True, experts_field="n_routed_experts",
-                          expert_width_field="moe_intermediate_size", unsupported=("attention_bias", "mlp_bias")),
-}
+FAMILIES_FILE = LIB_DIR.parent / "hf" / "families.yaml"
+WINDOW_MODES = {"none", "all", "all_if_enabled", "layer_types", "layer_types_or_max_window"}
+FFN_MODES = {"dense", "moe", "dense_then_moe"}
+
+
+def _load_families() -> dict:
+    """The model_type table of specs/hf/families.yaml (project data, loaded safely)."""
+    import yaml
+
+    raw = yaml.safe_load(FAMILIES_FILE.read_text(encoding="utf-8"))
+    fields = set(Family.__dataclass_fields__)
+    families = {}
+    for name, entry in raw["families"].items():
+        unknown = set(entry) - fields
+        if unknown or entry.get("window", "none") not in WINDOW_MODES or entry.get("ffn") not in FFN_MODES:
+            raise SpecError(f"{FAMILIES_FILE}: family '{name}' has unknown fields {sorted(unknown)} "
+                            f"or window mode '{entry.get('window')}'", None,
+                            expected=", ".join(sorted(fields)) + "; window: " + ", ".join(sorted(WINDOW_MODES)))
+        entry = dict(entry)
+        entry["unsupported"] = tuple(entry.get("unsupported", ()))
+        families[name] = Family(**entry)
+    return families
+
+
+FAMILIES: dict[str, Family] = _load_families()
 
 
 # ------------------------------------------------------------------ the config, with positions
@@ -196,22 +202,22 @@ def _check_common(cfg: Config, fam: Family, model_type: str):
 
 def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[list, int | None]:
     """Which layers attend within a sliding window, and its length (HF's own rules:
-    `layer_types` when the config lists them, else every layer (mistral, mixtral) or,
-    for Qwen, the layers from max_window_layers on when use_sliding_window is set)."""
+    `layer_types` when the config lists them, else every layer, or the layers from
+    max_window_layers on when use_sliding_window is set; the family's mode says which)."""
     if fam.window == "none" or cfg.data.get("sliding_window") is None:
         return [], None
-    if fam.window in ("qwen", "qwen_all") and not cfg.flag("use_sliding_window"):
+    if fam.window in ("layer_types_or_max_window", "all_if_enabled") and not cfg.flag("use_sliding_window"):
         return [], None
     window = cfg.int("sliding_window", family=model_type)
     types = cfg.data.get("layer_types")
-    if types is not None and fam.window in ("qwen", "layer_types"):
+    if types is not None and fam.window in ("layer_types_or_max_window", "layer_types"):
         if not isinstance(types, list) or len(types) != L:
             raise cfg.error("layer_types", f"layer_types must list one type per layer ({L})", f"{L} entries")
         for t in types:
             if t not in LAYER_TYPES:
                 raise cfg.error("layer_types", f"unknown layer type '{t}'", " or ".join(sorted(LAYER_TYPES)))
         return [i for i, t in enumerate(types) if t == "sliding_attention"], window
-    if fam.window == "qwen":
+    if fam.window == "layer_types_or_max_window":
         first = cfg.int("max_window_layers", 0, minimum=0)
         return [i for i in range(L) if i >= first], window
     if fam.window == "layer_types":

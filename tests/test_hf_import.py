@@ -81,7 +81,7 @@ def expected_params(cfg: dict) -> int:
         if fam.ffn == "dense":
             f = cfg["intermediate_size"]
             p += 3 * d * f + (2 * f + d if cfg.get("mlp_bias") else 0)
-        elif fam.ffn == "deepseek" and layer < cfg.get("first_k_dense_replace", 0):
+        elif fam.ffn == "dense_then_moe" and layer < cfg.get("first_k_dense_replace", 0):
             p += 3 * d * cfg["intermediate_size"]
         elif mt == "qwen3_moe" and (layer in cfg.get("mlp_only_layers", [])
                                     or (layer + 1) % cfg.get("decoder_sparse_step", 1)):
@@ -94,7 +94,7 @@ def expected_params(cfg: dict) -> int:
                 p += E
             if fam.expert_bias:
                 p += E * (2 * f_e + d)
-            if fam.ffn == "deepseek":
+            if fam.ffn == "dense_then_moe":
                 p += 3 * d * f_e * cfg.get("n_shared_experts", 0)
         per_layer.append(p)
     return total + sum(per_layer)
