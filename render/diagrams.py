@@ -145,7 +145,7 @@ def _segment_store_edges(model: Model, seg_name: str, groups: list, anchor) -> l
             continue
         by_text: dict = {}
         for t, m, w, r in uses:
-            parts = ([f"writes {v.entries_text(w)}"] if w is not None else []) + \
+            parts = ([f"holds {v.entries_text(w)}"] if w is not None else []) + \
                     ([f"reads {v.entries_text(r)}"] if r is not None else [])
             by_text.setdefault(" · ".join(parts), []).append((t, m))
         lines = []
@@ -306,7 +306,7 @@ def op_graph(model: Model, block: str | None = None) -> graphviz.Digraph:
                 g.edge(node, op.id, label=f"{name}  {v.shape_text(t.rows, t.width, base)}", style="dashed")
     uses = v.store_uses(model, group)
     for store, (w, r) in sorted(uses.items()):
-        parts = ([f"writes {v.entries_text(w)}"] if w is not None else []) + \
+        parts = ([f"holds {v.entries_text(w)}"] if w is not None else []) + \
                 ([f"reads {v.entries_text(r)}"] if r is not None else [])
         g.node(f"store_{store}", label=f"{store}\n" + " · ".join(parts), shape="cylinder", style="filled",
                fillcolor="#fff8dc", fontsize="9")

@@ -7,10 +7,10 @@ reads / runs and the spec's stores."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import sympy as sp
+from sympy.printing.str import StrPrinter
 
 from ..compiler.build import Model, OpNode
 from ..compiler.symbols import B, P
@@ -175,9 +175,42 @@ def rows_text(rows, base=None) -> str:
     return text
 
 
+class _SpecPrinter(StrPrinter):
+    """sympy expressions printed back in the spec language: min/max, if(c, a, b),
+    ==, and/or, so a label reads like the spec it came from."""
+
+    def _print_Min(self, expr):
+        return "min(" + ", ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_Max(self, expr):
+        return "max(" + ", ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_Piecewise(self, expr):
+        *pairs, (last, _) = expr.args
+        text = self._print(last)
+        for value, cond in reversed(pairs):
+            text = f"if({self._print(cond)}, {self._print(value)}, {text})"
+        return text
+
+    def _print_Equality(self, expr):
+        return f"{self._print(expr.lhs)} == {self._print(expr.rhs)}"
+
+    def _print_Unequality(self, expr):
+        return f"{self._print(expr.lhs)} != {self._print(expr.rhs)}"
+
+    def _print_And(self, expr):
+        return " and ".join(self.parenthesize(a, 1) for a in expr.args)
+
+    def _print_Or(self, expr):
+        return " or ".join(self.parenthesize(a, 1) for a in expr.args)
+
+    def _print_Infinity(self, expr):
+        return "∞"
+
+
 def expr_text(expr) -> str:
-    text = str(expr).replace("**", "^").replace("*", "·")
-    return text
+    text = _SpecPrinter().doprint(sp.sympify(expr))
+    return text.replace("**", "^").replace("*", "·")
 
 
 def shape_text(rows, width, base=None) -> str:
@@ -260,11 +293,7 @@ def store_uses(model: Model, group: Group) -> dict:
 
 
 def entries_text(expr) -> str:
-    text = str(sp.sympify(expr))
-    text = re.sub(r"\boo\b", "∞", text).replace("*", "·")
-    text = re.sub(r"\bMin\b", "min", text)
-    text = re.sub(r"\bMax\b", "max", text)
-    return text
+    return expr_text(expr)
 
 
 def group_differences(groups: list) -> dict:

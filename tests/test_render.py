@@ -172,8 +172,8 @@ def test_model_diagram_groups_layers(v41_model, qwen_model):
     assert dot.count('TOOLTIP="layer ') == 40
     for store in v41_model.spec.stores:
         assert f"store_{store}" in dot
-    assert "every layer: writes min(128, H)" in dot            # the per-layer window
-    assert "A (20): writes H" in dot                           # the decoder's one global KV owner
+    assert "every layer: holds min(128, H)" in dot             # the per-layer window
+    assert "A (20): holds H" in dot                            # the decoder's one global KV owner
     q = D.model_graph(qwen_model).source
     assert q.count('TOOLTIP="layer ') == 36 and "layers 0–35  (36 layers)" in q
 
@@ -237,7 +237,7 @@ def test_op_diagram_labels_every_edge(qwen_model):
     assert edges and all("label=" in line for line in edges)
     src = g.source
     assert "Wq [4096×4096]" in src and "FLOPs 2·m·4096·4096" in src and "q  m×4096" in src
-    assert "k  m×1024" in src and "writes H · reads H" in src
+    assert "k  m×1024" in src and "holds H · reads H" in src
     data = json.loads(D.op_json(qwen_model, "7"))
     assert data["block"] == "layers" and len(data["layers"]) == 36
     with pytest.raises(V.RenderError, match="no block"):
