@@ -385,6 +385,9 @@ class QueryEngine(TrainingQueries):
         weights = self.q_weight_bytes(model, _Args({"format": fmt}, a.loc, self, {})).value
         state = self.q_state_bytes(model, _Args({"H": a.raw("H"), "format": fmt, "extrapolate": a.raw("extrapolate")},
                                                 a.loc, self, a.evaluators))
+        if state.value == 0:
+            raise SpecError(f"{self.spec.model} keeps no per-request state, so b_max has no bound", a.loc,
+                            expected="a spec that declares state stores (state: in its stack)")
         free = memory - weights - workspace
         return Quantity(sp.Max(0, sp.floor(free / state.value)), NONE, state.extrapolated)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from ..compiler.queries import QueryEngine
+from ..dsl.errors import SpecError
 from . import views as v
 
 DEFAULT_CONTEXTS = [2 ** k for k in range(10, 21)]     # 1K … 1M
@@ -105,9 +106,12 @@ def b_max_plot(engines: list, device: str = "h100_sxm", workspace: str = "2 GiB"
     plot = Plot("b_max", f"Requests that fit on {device} (workspace {workspace})", "context length H (tokens)",
                 "requests that fit (b_max)", logy=False)
     for e in engines:
-        plot.series.append(_series(
-            e, None, lambda h: f"b_max(device={device}, H={h}, workspace={workspace}{fa}, extrapolate=true)",
-            contexts))
+        try:
+            plot.series.append(_series(
+                e, None, lambda h: f"b_max(device={device}, H={h}, workspace={workspace}{fa}, extrapolate=true)",
+                contexts))
+        except SpecError as exc:    # e.g. a spec with no per-request state: no bound to draw
+            plot.notes.append(f"{e.spec.model}: {exc.message}")
     return plot
 
 

@@ -390,3 +390,10 @@ def test_device_rates_and_ridge_point(qwen_engine):
     assert ridge.value == sp.Rational(53_800, 616)
     with pytest.raises(SpecError, match="has no 'flops:'"):
         quantity(qwen_engine, "device_flops(device=rtx_4090)")
+
+
+def test_b_max_needs_per_request_state(repo):
+    from conftest import shipped_engine
+
+    with pytest.raises(SpecError, match="no per-request state"):
+        quantity(shipped_engine("toy_moe"), "b_max(device=h100_sxm, H=8)")
