@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from ..compiler.queries import QueryEngine
-from ..dsl.errors import SpecError
 from . import views as v
 
 DEFAULT_CONTEXTS = [2 ** k for k in range(10, 21)]     # 1K … 1M
@@ -106,12 +105,12 @@ def b_max_plot(engines: list, device: str = "h100_sxm", workspace: str = "2 GiB"
     plot = Plot("b_max", f"Requests that fit on {device} (workspace {workspace})", "context length H (tokens)",
                 "requests that fit (b_max)", logy=False)
     for e in engines:
-        try:
-            plot.series.append(_series(
-                e, None, lambda h: f"b_max(device={device}, H={h}, workspace={workspace}{fa}, extrapolate=true)",
-                contexts))
-        except SpecError as exc:    # e.g. a spec with no per-request state: no bound to draw
-            plot.notes.append(f"{e.spec.model}: {exc.message}")
+        if not e.spec.stores:       # no per-request state: b_max has no bound to draw
+            plot.notes.append(f"{e.spec.model}: no per-request state, so no bound on requests")
+            continue
+        plot.series.append(_series(
+            e, None, lambda h: f"b_max(device={device}, H={h}, workspace={workspace}{fa}, extrapolate=true)",
+            contexts))
     return plot
 
 
