@@ -140,7 +140,7 @@ def param_group(name: str) -> str:
     if any(p in ATTENTION_WORDS for p in module):
         return "attention_projection"
     if len(module) >= 2 and module[-1] in ROUTER_WORDS and module[-2] in FFN_WORDS:
-        return "router"
+        return "other"          # the project's convention: routers count under 'other'
     if "experts" in module:
         return "routed_experts"
     if any(p in FFN_WORDS or p.startswith("shared_expert") for p in module):
@@ -281,7 +281,7 @@ def specc_counts(spec, batch: int, tokens: int):
 
 
 # ------------------------------------------------------------------ comparison
-PARAM_ORDER = ["embedding_head", "attention_projection", "dense_shared_ffn", "routed_experts", "router", "other"]
+PARAM_ORDER = ["embedding_head", "attention_projection", "dense_shared_ffn", "routed_experts", "engram", "other"]
 FLOP_ORDER = ["attention_projection", "attention_interaction", "ffn", "shared_expert", "router", "routed_expert",
               "vocabulary_head", "rotary_angles"]
 CONVENTION = {"rotary_angles": "HF forms RoPE angles with a matrix product; specc counts RoPE as element-wise"}
