@@ -23,8 +23,6 @@ from .errors import Loc, SpecError
 
 LIB_DIR = Path(__file__).resolve().parent.parent / "specs" / "lib"
 
-# rope_scaling kinds: all rescale rotary frequencies element-wise; none adds parameters
-ROPE_KINDS = {"default", "linear", "dynamic", "yarn", "llama3", "longrope", "su", "ntk", "mrope", "proportional"}
 ACTIVATIONS = {"silu", "swish"}
 LAYER_TYPES = {"full_attention", "sliding_attention"}
 
@@ -55,6 +53,7 @@ class Family:
 
 
 FAMILIES_FILE = LIB_DIR.parent / "hf" / "families.yaml"
+ROPE_KINDS: set = set()     # rope_scaling types the blocks accept (from FAMILIES_FILE)
 WINDOW_MODES = {"none", "all", "all_if_enabled", "layer_types", "layer_types_or_max_window"}
 FFN_MODES = {"dense", "moe", "dense_then_moe"}
 
@@ -64,6 +63,7 @@ def _load_families() -> dict:
     import yaml
 
     raw = yaml.safe_load(FAMILIES_FILE.read_text(encoding="utf-8"))
+    ROPE_KINDS.update(raw["rope_kinds"])
     fields = set(Family.__dataclass_fields__)
     families = {}
     for name, entry in raw["families"].items():

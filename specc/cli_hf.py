@@ -17,8 +17,8 @@ from .cli import _load, main
 def import_hf(config, output, name):
     """Write a spec from a Hugging Face CONFIG (config.json).
 
-    Supported model_type: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe,
-    deepseek_v2, deepseek_v3, gpt_oss. Every config value becomes a named
+    Supported model types are those of specs/hf/families.yaml (an unknown one is
+    an error that lists them). Every config value becomes a named
     dimension; the layers use the blocks of specs/lib/core.yaml,
     specs/lib/hf_families.yaml and specs/lib/mla.yaml. An unknown model_type or a
     field value the blocks cannot model is an error located in CONFIG (exit 2).

@@ -2,7 +2,7 @@
 
 The Hugging Face model is built from its config alone (`from_config`, no weights,
 no network) on the meta device; its parameters (plus persistent buffers such as
-DeepSeek-V3's router score-correction bias, which the published totals include)
+router score-correction biases, which published totals include)
 are counted by group, and the matrix FLOPs of one forward of B×P tokens are
 counted with `torch.utils.flop_counter.FlopCounterMode`, attributed to modules
 and compared component by component with specc's `params()` and
