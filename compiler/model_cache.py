@@ -4,21 +4,18 @@ Compiling is the largest cost left once parses are cached (0.05–0.5 s per spec
 and option choice). A compiled Model depends only on the spec file, the
 libraries it imports, the option choices and the engine's own code, so it is
 stored under a hash of exactly those and reloaded with pickle (about ten times
-faster than compiling). Lives next to the parse cache ($SPECC_CACHE_DIR,
-default ~/.cache/specc; an empty SPECC_CACHE_DIR disables it)."""
+faster than compiling). Where it lives and how entries are written: dsl/disk_cache."""
 
 from __future__ import annotations
 
 import copyreg
 import dataclasses
 import hashlib
-import os
-import pickle
-import tempfile
 from pathlib import Path
 
 import sympy as sp
 
+from ..dsl import disk_cache
 from .build import Model, compile_spec
 from .spec import Spec
 
@@ -50,13 +47,6 @@ def _engine_hash() -> str:
     return _ENGINE_HASH
 
 
-def _cache_dir() -> Path | None:
-    root = os.environ.get("SPECC_CACHE_DIR")
-    if root == "":
-        return None
-    return (Path(root) if root else Path.home() / ".cache" / "specc") / "models"
-
-
 def _key(spec: Spec, choices: dict, overrides: dict | None = None) -> str:
     digest = hashlib.sha256(_engine_hash().encode())
     for source in spec.sources or [spec.path]:
@@ -68,30 +58,18 @@ def _key(spec: Spec, choices: dict, overrides: dict | None = None) -> str:
 
 
 def compile_cached(spec: Spec, overrides: dict | None = None, **choices) -> Model:
-    folder = _cache_dir()
+    folder = disk_cache.cache_dir("models")
     if folder is None:
         return compile_spec(spec, overrides, **choices)
     try:
         path = folder / f"{_key(spec, choices, overrides)}.pickle"
     except OSError:
         return compile_spec(spec, overrides, **choices)
-    if path.exists():
-        try:
-            with open(path, "rb") as fh:
-                model = pickle.load(fh)
-            model.spec = spec
-            return model
-        except Exception:  # noqa: BLE001 - a damaged entry is recompiled
-            pass
+    model = disk_cache.load(path)
+    if model is not None:
+        model.spec = spec
+        return model
     model = compile_spec(spec, overrides, **choices)   # errors propagate and are never cached
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        # the graph is derived from the ops and the spec is loaded anyway: store neither
-        stored = dataclasses.replace(model, graph_=None, spec=None)
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(stored, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
-        pass
+    # the graph is derived from the ops and the spec is loaded anyway: store neither
+    disk_cache.store(path, dataclasses.replace(model, graph_=None, spec=None))
     return model

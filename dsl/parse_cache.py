@@ -15,12 +15,9 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import hashlib
-import os
-import pickle
-import tempfile
 from pathlib import Path
 
-from . import ast
+from . import ast, disk_cache
 from .errors import Loc
 
 ANON = "<anon>"
@@ -28,14 +25,10 @@ _HERE = Path(__file__).parent
 
 
 def _cache_dir() -> Path | None:
-    root = os.environ.get("SPECC_CACHE_DIR")
-    if root == "":
-        return None
-    root = Path(root) if root else Path.home() / ".cache" / "specc"
     digest = hashlib.sha256()
     for name in ("specc.lark", "parser.py", "ast.py", "errors.py", "parse_cache.py"):
         digest.update((_HERE / name).read_bytes())
-    return root / f"parses-{digest.hexdigest()[:16]}"
+    return disk_cache.cache_dir(f"parses-{digest.hexdigest()[:16]}")
 
 
 class ParseCache:
@@ -54,15 +47,7 @@ class ParseCache:
     def _shard(self, shard: str) -> dict:
         trees = self.shards.get(shard)
         if trees is None:
-            trees = {}
-            if self.folder is not None:
-                try:
-                    with open(self._path(shard), "rb") as fh:
-                        trees = pickle.load(fh)
-                except FileNotFoundError:
-                    pass
-                except Exception:  # noqa: BLE001 - a damaged shard is only a slower start
-                    trees = {}
+            trees = (disk_cache.load(self._path(shard)) if self.folder is not None else None) or {}
             self.shards[shard] = trees
         return trees
 
@@ -77,14 +62,7 @@ class ParseCache:
         if self.folder is None:
             return
         for shard in sorted(self.dirty):
-            try:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-                with os.fdopen(fd, "wb") as fh:
-                    pickle.dump(self.shards[shard], fh, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, self._path(shard))
-            except OSError:
-                pass  # read-only home or full disk: the cache is an optimisation only
+            disk_cache.store(self._path(shard), self.shards[shard])
         self.dirty.clear()
 
 

@@ -7,10 +7,12 @@ every scalar is later parsed by specc's own grammars."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import yaml
 
+from . import disk_cache
 from .errors import Loc, SpecError
 
 
@@ -118,33 +120,17 @@ def load_yaml_file(path: str | Path):
 
 
 def _load_cached(text: str, path: str):
-    """Converted trees are pickled under a hash of the text, its path and this
-    module (as the parse cache does); errors are never cached."""
-    import hashlib
-    import os
-    import pickle
-    import tempfile
-
-    root = os.environ.get("SPECC_CACHE_DIR")
-    if root == "":
+    """Converted trees are cached under a hash of the text, its path and the code
+    that builds them (see disk_cache); errors are never cached."""
+    folder = disk_cache.cache_dir("yaml")
+    if folder is None:
         return load_yaml_text(text, path)
-    folder = (Path(root) if root else Path.home() / ".cache" / "specc") / "yaml"
-    digest = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name("errors.py").read_bytes() + path.encode() + b"\0" + text.encode()).hexdigest()[:32]
+    here = Path(__file__)
+    digest = hashlib.sha256(here.read_bytes() + here.with_name("errors.py").read_bytes()
+                            + path.encode() + b"\0" + text.encode()).hexdigest()[:32]
     cached = folder / f"{digest}.pickle"
-    try:
-        with open(cached, "rb") as fh:
-            return pickle.load(fh)
-    except FileNotFoundError:
-        pass
-    except Exception:  # noqa: BLE001 - a damaged entry is rebuilt
-        pass
-    tree = load_yaml_text(text, path)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(tree, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, cached)
-    except OSError:
-        pass
+    tree = disk_cache.load(cached)
+    if tree is None:
+        tree = load_yaml_text(text, path)
+        disk_cache.store(cached, tree)
     return tree
