@@ -1,0 +1,71 @@
+"""State queries: per-token and resident state bytes, and the state bytes decode steps read and write."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from ..dsl.units import BYTES, TOKENS, combine
+from .query_base import _L, _FAR, _SPAN, Quantity, _settle_conditions
+from .patterns import range_sum
+from .symbols import B, H
+
+
+class StateQueries:
+    """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
+
+    def q_kv_bytes_per_token(self, model, a):
+        fmt = self._format(a.name("format"), a.loc)
+        stores = self._stores(a.name("component") or ("kv" if self._has_tag("kv") else None), a.loc)
+        expr = self._state_expr(model, model.states, fmt, stores)
+        slope = (expr.xreplace({H: _FAR + _SPAN}) - expr.xreplace({H: _FAR})) / _SPAN
+        # the slope of a state that grows by floor(H/r) steps is exact at a multiple
+        # of every ratio (_FAR, _SPAN); it is already a rational, nothing to guess
+        return Quantity(sp.simplify(slope) if not slope.is_Rational else slope, combine(BYTES, TOKENS, -1))
+
+    def _has_tag(self, tag):
+        return any(tag in s.tags for s in self.spec.stores.values())
+
+    def q_state_bytes(self, model, a):
+        length, batch = a.scenario("H"), a.scenario("B", 1)
+        ext = a.check_context(model, length)
+        fmt = self._format(a.name("format"), a.loc)
+        expr = self._state_expr(model, model.states, fmt, self._stores(a.name("component"), a.loc))
+        return Quantity(batch * expr.xreplace({H: length}), BYTES, ext)
+
+    def q_decode_read_bytes(self, model, a):
+        length, batch = a.scenario("H"), a.scenario("B", 1)
+        ext = a.check_context(model, length)   # a snapshot read at length H, like state_bytes
+        fmt = self._format(a.name("format"), a.loc)
+        component = a.name("component")
+        total = sp.Integer(0)
+        if component in (None, "weights", "lookup"):
+            shared, rows = self._weight_reads(model, fmt, batch, True)
+            total += {None: shared + rows, "weights": shared, "lookup": rows}[component].xreplace({H: length})
+        if component not in ("weights", "lookup"):
+            stores = self._stores(component, a.loc)
+            total += batch * self._state_expr(model, model.reads, fmt, stores).xreplace({H: length})
+        return Quantity(total, BYTES, ext)
+
+    def q_decode_write_bytes(self, model, a):
+        """What the step that takes the context from H to H+1 tokens writes: the
+        spec's `writes:` declarations (ring buffers overwrite, recurrent states are
+        rewritten whole); a spec that declares none writes what its state grows by."""
+        length, batch = a.scenario("H"), a.scenario("B", 1)
+        ext = a.check_context(model, length + 1)
+        fmt = self._format(a.name("format"), a.loc)
+        stores = self._stores(a.name("component"), a.loc)
+        if model.writes:
+            per_step = self._state_expr(model, model.writes, fmt, stores).xreplace({H: length})
+        else:
+            state = self._state_expr(model, model.states, fmt, stores)
+            per_step = state.xreplace({H: length + 1}) - state.xreplace({H: length})
+        return Quantity(batch * per_step, BYTES, ext)
+
+    def q_request_read_bytes(self, model, a):
+        batch, cached, new, gen = self._call_scenario(a, need_g=True)
+        ext = a.check_context(model, cached + new + gen - 1)
+        fmt = self._format(a.name("format"), a.loc)
+        per_step = self._state_expr(model, model.reads, fmt, self._stores(a.name("component"), a.loc))
+        lo, hi = cached + new, cached + new + gen - 1
+        total = range_sum(_settle_conditions(per_step.xreplace({H: _L}), _L, lo, hi), _L, lo, hi)
+        return Quantity(batch * total, BYTES, ext)
