@@ -48,15 +48,11 @@ _QUERY_ARGS = {"B", "S", "P", "G", "H", "format", "device", "workspace", "extrap
 
 
 def _hardware_file(spec_path: str, device: str, loc) -> Path:
-    here = Path(spec_path).resolve().parent
-    for folder in [here, *here.parents][:4]:
-        candidate = folder / "hardware" / f"{device}.yaml"
-        if candidate.exists():
-            return candidate
-        if folder.name == "hardware" and (folder / f"{device}.yaml").exists():
-            return folder / f"{device}.yaml"
-    known = sorted(p.stem for folder in [here, *here.parents][:4] for p in (folder / "hardware").glob("*.yaml"))
-    raise SpecError(f"unknown device '{device}'", loc, span=len(device), expected=did_you_mean(device, known))
+    """The device's datasheet: beside the spec (hardware/ in its folder or a parent),
+    on --path/SPECC_PATH, or shipped with specc (dsl/search_path.py)."""
+    from ..dsl.search_path import hardware_file
+
+    return hardware_file(device, spec_path, loc)
 
 
 # engines of specs reached through spec=NAME, shared so each is compiled once per process
@@ -174,15 +170,13 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         return _hardware_file(self.spec.path, device, loc)
 
     def sibling(self, name: str, loc) -> "QueryEngine":
-        """The engine of another spec in this spec's folder, for cross-model queries."""
+        """The engine of another spec (spec=NAME), for cross-model queries."""
+        from ..dsl.search_path import spec_file
         from .spec import load_spec
 
         if name not in self._siblings:
-            path = Path(self.spec.path).resolve().parent / f"{name}.yaml"
-            if not path.exists():
-                known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-                raise SpecError(f"no spec '{name}' next to {Path(self.spec.path).name}", loc, span=len(name),
-                                expected=did_you_mean(name, known))
+            # next to this spec, then on --path/SPECC_PATH, then among the shipped specs
+            path = spec_file(name, self.spec.path, loc)
             self._siblings[name] = _ENGINES.get(path) or QueryEngine.shared(load_spec(path))
         return self._siblings[name]
 

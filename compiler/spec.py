@@ -10,6 +10,7 @@ from pathlib import Path
 from ..dsl import ast
 from ..dsl.errors import Loc, SpecError, did_you_mean
 from ..dsl.parser import parse_expr, parse_layer_set, parse_stmt
+from ..dsl.search_path import relative_file
 from ..dsl.yamlload import Map, Seq, Text, load_yaml_file
 from .symbols import RESERVED
 
@@ -203,10 +204,8 @@ def _load_library(path: Path, blocks: dict, elementwise: set, seen: set):
 
 def _collect_common(raw: Map, path: Path, blocks: dict, elementwise: set, seen: set):
     for imp in seq(raw.get("imports", Seq()), "imports") if "imports" in raw else []:
-        target = (path.parent / str(text(imp, "import"))).resolve()
-        if not target.exists():
-            raise SpecError(f"imported file '{imp}' not found (looked for {target})", imp.loc, span=len(imp),
-                            expected="a path relative to the importing file")
+        # the importing file's folder (and parents), --path/SPECC_PATH, then specc's shipped library
+        target = relative_file(str(text(imp, "import")), path, imp.loc, "imported file")
         _load_library(target, blocks, elementwise, seen)
     for item in seq(raw.get("elementwise", Seq()), "elementwise") if "elementwise" in raw else []:
         elementwise.add(str(name(item, "elementwise op")))

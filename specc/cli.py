@@ -6,8 +6,8 @@ import json
 import sys
 
 import click
-import sympy as sp
 
+from .cli_spec import PATH_OPTION, SPEC
 from .dsl.errors import SpecError
 
 
@@ -32,6 +32,7 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="specc")
+@PATH_OPTION
 def main():
     """specc — LLM architectures as data; every cost exact; every printed number checked.
 
@@ -44,7 +45,7 @@ def main():
 
 
 @main.command()
-@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("specs", nargs=-1, required=True, type=SPEC)
 @click.option("--claims", "claim_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Extra claim files (YAML with a 'claims:' list), checked against every SPEC.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "md"]), default="text",
@@ -76,16 +77,8 @@ def verify(specs, claim_files, fmt, only):
     sys.exit(1 if bad else 0)
 
 
-def _json_value(value):
-    if isinstance(value, sp.Integer):
-        return int(value)
-    if isinstance(value, sp.Rational):
-        return f"{value.p}/{value.q}"
-    return str(value)
-
-
 @main.command("eval")
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.argument("spec", type=SPEC)
 @click.argument("queries", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list: query, value, float, unit, extrapolated.")
 @click.option("--symbolic", is_flag=True,
@@ -103,27 +96,15 @@ def eval_(spec, queries, as_json, symbolic):
     specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
     Combine queries with + - * / // floor ceil min max.
     """
-    from .compiler.queries import QueryEngine
-    from .dsl.units import DISPLAY, dims_name
+    from .api import Model
 
-    engine = QueryEngine(_load(spec))
-    rows = []
-    for text in queries:
-        result = engine.evaluate_text(text, "<query>", symbolic_ok=symbolic)
-        value = result.value
-        unit = DISPLAY.get(result.dims, dims_name(result.dims))
-        rows.append({"query": text, "value": _json_value(value),
-                     "float": float(value) if value.is_number else None,
-                     "unit": unit, "extrapolated": result.extrapolated})
+    model = Model(_load(spec))
+    results = [model.eval(text, symbolic=symbolic) for text in queries]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps([r.to_json() for r in results], indent=2))
         return
-    for row in rows:
-        flag = "  (extrapolated)" if row["extrapolated"] else ""
-        value = row["value"]
-        pretty = f"{value:,}" if isinstance(value, int) else str(value)
-        approx = f"  ≈ {row['float']:.6g}" if row["float"] is not None and not isinstance(value, int) else ""
-        click.echo(f"{row['query']} = {pretty} {row['unit']}{approx}{flag}".rstrip())
+    for result in results:
+        click.echo(f"{result.query} = {result}")
 
 
 # the query list of `eval --help` comes from the one registration table (stdlib-only import)
@@ -133,7 +114,7 @@ eval_.help += "\n\n\b\nQueries, by family (README 'Queries' has their arguments)
 
 
 @main.command()
-@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("specs", nargs=-1, required=True, type=SPEC)
 def check(specs):
     """Parse, compile and shape-check each SPEC without evaluating claims.
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from .cli import _load, main
+from .cli_spec import SPEC
 
 
 @main.command("import-hf")
@@ -36,7 +37,7 @@ def import_hf(config, output, name):
 
 
 @main.command()
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.argument("spec", type=SPEC)
 @click.option("--hf-config", "hf_config", required=True, type=click.Path(exists=True, dir_okay=False),
               help="The Hugging Face config.json the spec describes.")
 @click.option("--batch", "batch", default=1, show_default=True, type=click.IntRange(min=1), help="B: requests.")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from .cli import _load, main
+from .cli_spec import SPEC
 
 
 def _choices(options) -> dict:
@@ -41,7 +42,7 @@ _OPTION = click.option("--option", "options", multiple=True, metavar="NAME=CHOIC
 
 
 @main.command()
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.argument("spec", type=SPEC)
 @click.option("--level", type=click.Choice(["model", "op", "full"]), default="model", show_default=True,
               help="model: the layer stack, groups of identical layers, state stores; op: one block's ops "
                    "and tensors; full: every op node of the compiled graph.")
@@ -85,7 +86,7 @@ def graph(spec, level, block, fmt, output, options):
 
 
 @main.command()
-@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("specs", nargs=-1, required=True, type=SPEC)
 @click.option("--kind", type=click.Choice(["modules", "params", "flops", "state", "compare"]), default="modules",
               show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["md", "html", "csv", "latex"]), default="md", show_default=True)
@@ -138,7 +139,7 @@ def table(specs, kind, fmt, columns, scenarios, contexts, unit, state_format, ou
 
 
 @main.command()
-@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("specs", nargs=-1, required=True, type=SPEC)
 @click.option("--quantity", type=click.Choice(["state_bytes", "flops", "b_max"]), default="state_bytes",
               show_default=True)
 @click.option("--device", default="h100_sxm", show_default=True, help="b_max: a device under specs/hardware/.")
@@ -181,7 +182,7 @@ def plot(specs, quantity, device, workspace, contexts, components, state_format,
 
 
 @main.command()
-@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("specs", nargs=-1, required=True, type=SPEC)
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), required=True)
 def report(specs, out_dir):
     """Claims reports: Markdown and self-contained HTML per SPEC, plus an index.

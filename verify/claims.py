@@ -75,10 +75,20 @@ class Result:
         return f"{text} {self.unit_label}".strip()
 
 
+def _claims_file(spec: Spec, name: str) -> Path:
+    """A claims_files entry: beside the spec, on the search path, or shipped (dsl/search_path.py)."""
+    from ..dsl.search_path import relative_file
+
+    listed = spec.raw.get("claims_files") if spec.raw is not None else None
+    loc = next((item.loc for item in (listed if isinstance(listed, list) else [listed])
+                if str(item) == name and hasattr(item, "loc")), None)
+    return relative_file(name, spec.path, loc, "claims file")
+
+
 def load_claims(spec: Spec, extra_files=()) -> list[Claim]:
     """The spec's own claims, its claims_files, then any --claims files."""
     entries = [(node, spec.path) for node in spec.claims]
-    files = [Path(spec.path).parent / f for f in spec.claims_files] + [Path(f) for f in extra_files]
+    files = [_claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in extra_files]
     for path in files:
         raw = load_yaml_file(path)
         if raw is None:

@@ -1,0 +1,152 @@
+"""Where specc looks for the files a spec names: imported libraries
+(`imports: [lib/core.yaml]`), claim files, devices (`device=h100_sxm`), other
+specs (`spec=qwen3_8b`, or a spec name on the command line).
+
+One order for all of them, so a spec works the same in any folder:
+
+1. the folder of the file that names it, and up to three of its parents
+   (a spec in specs/sub/ still finds specs/lib/ and specs/hardware/);
+2. the user's folders: `--path DIR` on the command line, then `SPECC_PATH`
+   (folders separated by os.pathsep);
+3. the data shipped with specc: the `specs/` folder of the checkout, which is
+   also installed as package data (`specc/specs/`), so a non-editable
+   `pip install .` carries the block library, the devices and the shipped specs.
+
+Every lookup that fails raises a located SpecError listing the places it tried."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import Loc, SpecError, did_you_mean
+
+ENV = "SPECC_PATH"
+# the checkout's specs/ (dsl/ and specs/ are siblings) or, installed, specc/specs/
+SHIPPED = Path(__file__).resolve().parent.parent / "specs"
+ANCESTORS = 3          # how many parent folders of a spec are searched (as before the search path)
+
+_cli_paths: list[Path] = []    # --path folders, set once by the CLI
+
+
+def set_cli_paths(paths) -> None:
+    """The folders given with --path (they come before SPECC_PATH)."""
+    _cli_paths[:] = [Path(p).expanduser() for p in paths]
+
+
+def user_roots() -> list[Path]:
+    env = [Path(p).expanduser() for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
+    return _unique(_cli_paths + env)
+
+
+def roots(near: str | Path | None = None) -> list[Path]:
+    """Every folder searched, in order, for a file named by `near` (a file path)."""
+    local = []
+    if near is not None:
+        here = Path(near).resolve().parent
+        local = [here, *here.parents][:ANCESTORS + 1]
+    return _unique(local + user_roots() + [SHIPPED])
+
+
+def allowed_roots(near: str | Path | None = None) -> list[Path]:
+    """The folders a spec's imports may come from (for an import-confinement check)."""
+    return roots(near)
+
+
+def _unique(paths) -> list[Path]:
+    out, seen = [], set()
+    for path in paths:
+        key = Path(path).resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
+
+
+def _looked(candidates) -> str:
+    return "looked in " + ", ".join(str(c) for c in candidates)
+
+
+def _first(candidates):
+    for path in candidates:
+        if path.is_file():
+            return path.resolve()
+    return None
+
+
+# ------------------------------------------------------------------ relative files
+def relative_file(name: str, near: str | Path, loc: Loc | None, what: str) -> Path:
+    """A file named by a relative path (an import, a claims file), from `near`'s
+    folder, its parents, the user's folders or the shipped data."""
+    if Path(name).is_absolute():
+        candidates = [Path(name)]
+    else:
+        candidates = [root / name for root in roots(near)]
+    found = _first(candidates)
+    if found is None:
+        raise SpecError(f"{what} '{name}' not found", loc, span=len(name),
+                        expected=f"a path relative to the importing file or to a search folder ({_looked(candidates)})")
+    return found
+
+
+# ------------------------------------------------------------------ devices
+def _hardware_dirs(near) -> list[Path]:
+    dirs = []
+    for root in roots(near):
+        dirs.append(root / "hardware")
+        if root.name == "hardware":
+            dirs.append(root)
+    return _unique(dirs)
+
+
+def hardware_file(device: str, near: str | Path | None, loc: Loc | None) -> Path:
+    """specs/hardware/<device>.yaml, wherever the search path finds it first."""
+    dirs = _hardware_dirs(near)
+    found = _first(d / f"{device}.yaml" for d in dirs)
+    if found is None:
+        known = sorted({p.stem for d in dirs if d.is_dir() for p in d.glob("*.yaml")})
+        raise SpecError(f"unknown device '{device}' ({_looked(dirs)})",
+                        loc, span=len(device), expected=did_you_mean(device, known))
+    return found
+
+
+# ------------------------------------------------------------------ specs by name
+def _spec_dirs(near) -> list[Path]:
+    local = [Path(near).resolve().parent] if near is not None else []
+    return _unique(local + user_roots() + [SHIPPED])
+
+
+def shipped_specs() -> list[str]:
+    """The names of the specs shipped with specc."""
+    return sorted(p.stem for p in SHIPPED.glob("*.yaml"))
+
+
+def spec_file(name: str, near: str | Path | None, loc: Loc | None) -> Path:
+    """The spec NAME (file NAME.yaml): next to `near`, then in the user's folders,
+    then among the shipped specs."""
+    stem = name[:-5] if name.endswith(".yaml") else name
+    dirs = _spec_dirs(near)
+    found = _first(d / f"{stem}.yaml" for d in dirs)
+    if found is None:
+        known = sorted({p.stem for d in dirs if d.is_dir() for p in d.glob("*.yaml")})
+        raise SpecError(f"no spec '{stem}' ({_looked(dirs)})", loc, span=len(name),
+                        expected=did_you_mean(stem, known))
+    return found
+
+
+def is_spec_name(text: str) -> bool:
+    """A bare name such as qwen3_8b (no folder part), as opposed to a path."""
+    return bool(text) and os.sep not in text and "/" not in text and not Path(text).is_file()
+
+
+def spec_argument(text: str) -> Path:
+    """A spec given on the command line or to specc.load(): an existing file, or
+    the name of a spec on the search path or shipped with specc."""
+    path = Path(text).expanduser()
+    if path.is_file():
+        return path
+    if is_spec_name(text):
+        # a spec name: the current folder counts as the place it is named from
+        return spec_file(text, Path.cwd() / "_", None)
+    raise SpecError(f"spec file '{text}' not found", None,
+                    expected=f"an existing file, or the name of a spec ({', '.join(shipped_specs()[:6])}, ...)")

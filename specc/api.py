@@ -1,0 +1,268 @@
+"""The Python API: what the command line does, as objects.
+
+    >>> import specc
+    >>> m = specc.load("qwen3_8b")                 # a shipped spec by name, or a path
+    >>> r = m.eval("params()")
+    >>> r.value, r.unit                            # (8190735360, 'params'): a Python int
+    >>> m.flops(P=8192)                            # keyword access, one method per query
+    >>> m.eval("flops(P=P)", symbolic=True).expr   # the closed form (a sympy expression)
+    >>> [c.verdict for c in m.verify()]
+
+Values are exact: a Python `int` or `fractions.Fraction` whenever the result is
+a number (sympy only for a closed form asked with symbolic=True). Every mistake
+raises `specc.Error` (the located SpecError the CLI prints), never a traceback
+from inside the engine."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from .dsl.errors import SpecError
+
+Error = SpecError     # the one exception type of the API
+
+
+# ------------------------------------------------------------------ results
+def _exact(value):
+    """A sympy number as a Python int or Fraction; anything else is returned as is."""
+    import sympy as sp
+
+    if isinstance(value, sp.Integer):
+        return int(value)
+    if isinstance(value, sp.Rational):
+        return Fraction(int(value.p), int(value.q))
+    return value
+
+
+def display(value, unit: str, extrapolated: bool) -> str:
+    """How the CLI prints a value: 8,190,735,360 params; 1/2  ≈ 0.5; a closed form as text."""
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int):
+        pretty, approx = f"{value:,}", ""
+    elif isinstance(value, Fraction):
+        pretty, approx = f"{value.numerator}/{value.denominator}", f"  ≈ {float(value):.6g}"
+    else:
+        pretty = str(value)
+        approx = f"  ≈ {float(value):.6g}" if getattr(value, "is_number", False) else ""
+    flag = "  (extrapolated)" if extrapolated else ""
+    return f"{pretty} {unit}{approx}{flag}".rstrip()
+
+
+@dataclass(frozen=True)
+class Result:
+    """One evaluated query. `value` is an int or Fraction (a sympy expression only
+    for a symbolic closed form); `expr` is always the sympy form."""
+
+    query: str
+    value: object
+    unit: str
+    extrapolated: bool
+    expr: object
+    dims: tuple = ()
+
+    @property
+    def symbolic(self) -> bool:
+        return not isinstance(self.value, (int, Fraction))
+
+    def __float__(self) -> float:
+        if self.symbolic:
+            raise TypeError(f"{self.query} is a closed form, not a number: {self.value}")
+        return float(self.value)
+
+    def __int__(self) -> int:
+        if not isinstance(self.value, int):
+            raise TypeError(f"{self.query} = {self} is not an integer")
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"<{self.query} = {self}>"
+
+    def __str__(self) -> str:
+        """Exactly what `specc eval` prints after 'query = '."""
+        return display(self.value, self.unit, self.extrapolated)
+
+    def to_json(self) -> dict:
+        """The object `specc eval --json` prints for this query."""
+        value = self.value
+        if isinstance(value, Fraction):
+            shown = f"{value.numerator}/{value.denominator}"
+        elif isinstance(value, int):
+            shown = value
+        else:
+            shown = str(value)
+        number = float(self.expr) if getattr(self.expr, "is_number", False) else None
+        return {"query": self.query, "value": shown, "float": number, "unit": self.unit,
+                "extrapolated": self.extrapolated}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim of the spec as written: a number a source prints and the query behind it."""
+
+    id: str
+    source: str
+    quote: str
+    eval: str
+    expected: str
+    erratum: str | None
+    note: str | None
+    location: str
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A verified claim (the fields of `specc verify --format json`)."""
+
+    id: str
+    spec: str
+    source: str
+    eval: str
+    expected: str
+    computed: str              # exact: an integer, p/q, or a formula
+    verdict: str               # PASS, FAIL, XFAIL, XPASS or ERROR
+    note: str
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict in ("PASS", "XFAIL")
+
+
+# ------------------------------------------------------------------ arguments given as Python values
+def _argument_text(key: str, value) -> str:
+    """A keyword argument as query text. Ints and Fractions are exact numbers,
+    strings are query text (a name, a quantity such as '2 GiB', or a scenario
+    symbol such as 'P' with symbolic=True); floats and sympy symbols are refused."""
+    import sympy as sp
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, sp.Basic):
+        if isinstance(value, sp.Rational):
+            value = _exact(value)
+        else:
+            raise Error(f"{key}={sp.srepr(value)}: a sympy object cannot be passed as an argument",
+                        expected=f"an int or Fraction, or the symbol's name as text with symbolic=True "
+                                 f"({key}='{value}')")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Fraction):
+        return f"({value.numerator}/{value.denominator})"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Real):
+        raise Error(f"{key}={value!r}: a float is not exact", expected="an int, a fractions.Fraction, "
+                    f"or text such as {key}='1.5' or {key}='2 GiB'")
+    raise Error(f"{key}={value!r}: cannot be used as a query argument",
+                expected="an int, a fractions.Fraction, a bool or a string")
+
+
+def _call_text(query: str, args: dict) -> str:
+    from .compiler.queries import QUERIES
+
+    name = query.strip()
+    if not name.isidentifier():
+        raise Error(f"keyword arguments need a bare query name, got '{query}'",
+                    expected="m.eval('flops', P=8192), or the arguments inside the text: m.eval('flops(P=8192)')")
+    if name not in QUERIES:
+        from .dsl.errors import did_you_mean
+
+        raise Error(f"unknown query '{name}'", expected=did_you_mean(name, QUERIES))
+    return f"{name}({', '.join(f'{k}={_argument_text(k, v)}' for k, v in args.items())})"
+
+
+# ------------------------------------------------------------------ a loaded spec
+class Model:
+    """A spec, loaded and checked; queries compile it on first use (cached by content)."""
+
+    def __init__(self, spec):
+        from .compiler.queries import QueryEngine
+
+        self.spec = spec
+        self.engine = QueryEngine(spec)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.spec.path)
+
+    @property
+    def name(self) -> str:
+        return self.spec.model
+
+    def __repr__(self) -> str:
+        return f"<specc.Model {self.name} from {self.path}>"
+
+    def eval(self, query: str, symbolic: bool = False, **args) -> Result:
+        """Evaluate a query expression, e.g. 'params(group=routed_experts) / params()'.
+
+        With keyword arguments the text is a bare query name: eval('flops', P=8192).
+        symbolic=True allows scenario symbols as arguments (P=P) and returns the
+        closed form when the result depends on them."""
+        from .dsl.units import DISPLAY, dims_name
+
+        if not isinstance(query, str):
+            raise Error(f"a query is text, got {type(query).__name__} {query!r}", expected="e.g. 'params()'")
+        text = _call_text(query, args) if args else query
+        try:
+            quantity = self.engine.evaluate_text(text, "<query>", symbolic_ok=symbolic)
+        except (ValueError, ZeroDivisionError) as exc:    # e.g. a sum with no closed form
+            raise Error(f"cannot evaluate '{text}': {exc}") from None
+        value = _exact(quantity.value)
+        if not symbolic and not getattr(quantity.value, "is_number", True):
+            raise Error(f"'{text}' is not a number: {value}", expected="symbolic=True for a closed form")
+        return Result(text, value, DISPLAY.get(quantity.dims, dims_name(quantity.dims)),
+                      bool(quantity.extrapolated), quantity.value, quantity.dims)
+
+    def __getattr__(self, name):
+        # one method per query of the registry: m.flops(P=8192), m.params(group="routed_experts")
+        from .compiler.queries import QUERIES
+
+        if name.startswith("_") or name not in QUERIES:
+            raise AttributeError(f"{type(self).__name__} has no attribute or query '{name}'")
+
+        def query(symbolic: bool = False, **args) -> Result:
+            return self.eval(name, symbolic=symbolic, **args) if args else \
+                self.eval(f"{name}()", symbolic=symbolic)
+
+        query.__name__ = name
+        query.__doc__ = QUERIES[name]
+        return query
+
+    def __dir__(self):
+        from .compiler.queries import QUERIES
+
+        return sorted(set(super().__dir__()) | set(QUERIES))
+
+    # ------------------------------------------------------------ claims
+    def claims(self, extra_files=()) -> list[Claim]:
+        """The claims of the spec (its claims:, its claims_files and extra files), not evaluated."""
+        from .verify.claims import load_claims
+
+        return [Claim(c.id, c.source, c.quote, str(c.eval), str(c.expect or c.expect_formula or ""),
+                      c.erratum, c.note, str(c.loc)) for c in load_claims(self.spec, extra_files)]
+
+    def verify(self, extra_files=()) -> list[ClaimResult]:
+        """Every claim checked: the objects `specc verify --format json` prints."""
+        from .verify.claims import check, load_claims
+
+        out = []
+        for claim in load_claims(self.spec, extra_files):
+            r = check(self.engine, claim)
+            out.append(ClaimResult(claim.id, claim.spec, claim.source, str(claim.eval),
+                                   str(claim.expect or claim.expect_formula), r.computed_exact(), r.verdict,
+                                   r.message or (claim.note or "")))
+        return out
+
+
+def load(spec: str | Path) -> Model:
+    """A spec by path ('specs/qwen3_8b.yaml', a pathlib.Path) or by name ('qwen3_8b':
+    the current folder, --path/SPECC_PATH folders, then the specs shipped with specc)."""
+    from .compiler.spec import load_spec
+    from .dsl.search_path import spec_argument
+
+    if not isinstance(spec, (str, Path)):
+        raise Error(f"specc.load() takes a path or a spec name, got {type(spec).__name__}")
+    return Model(load_spec(spec_argument(str(spec))))
