@@ -1,11 +1,15 @@
-"""`specc import-hf`: Hugging Face config.json → spec. Published totals for the six
-shipped configurations, tiny configs of every family against an independent
-parameter formula, located errors for what the blocks cannot model, and the CLI."""
+"""`specc import-hf`: Hugging Face config.json → spec. Published totals for real
+configurations of every family (tests/data/hf/real, copied from ../shared/hf-configs),
+configs written from each family's public definition with their totals derived by
+hand (tests/data/hf/families), tiny configs of the first families against an
+independent parameter formula, quantization formats, located errors for what the
+blocks cannot model, and the CLI."""
 
 from __future__ import annotations
 
 import json
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -19,11 +23,11 @@ from specc.dsl.errors import SpecError
 from specc.dsl.hf_import import FAMILIES, LIB_DIR, import_config, write_spec
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = Path("/work/shared/hf-configs")
-if not SHIPPED.exists():
-    SHIPPED = ROOT.parent / "shared" / "hf-configs"
 TINY = Path(__file__).resolve().parent / "data" / "hf"
+REAL = TINY / "real"            # transcribed real configs (../shared/hf-configs/<folder>/config.json)
+WRITTEN = TINY / "families"     # configs written from the families' public definitions
 
+# the published totals of ../shared/hf-configs/README.md (each parameter counted once)
 PUBLISHED = {
     "llama_2_7b": 6_738_415_616,
     "mistral_7b_v0_1": 7_241_732_096,
@@ -31,6 +35,15 @@ PUBLISHED = {
     "qwen3_30b_a3b": 30_532_122_624,
     "deepseek_v3": 671_026_419_200,
     "gpt_oss_20b": 20_914_757_184,
+    "gemma_2_2b_it": 2_614_341_888,
+    "phi_3_mini_4k_instruct": 3_821_079_552,
+    "olmo_2_1124_7b": 7_298_617_344,
+    "gpt2": 124_439_808,
+    "stablelm_2_zephyr_1_6b": 1_644_515_328,
+    "phi_2": 2_779_683_840,
+    "qwen1_5_moe_a2_7b_chat": 14_315_784_192,
+    "falcon_7b_instruct": 6_921_720_704,
+    "ai21_jamba_1_5_mini": 51_570_323_328,
 }
 
 
@@ -38,14 +51,122 @@ def _query(path, text):
     return QueryEngine(load_spec(path)).evaluate_text(text).value
 
 
-@pytest.mark.parametrize("folder", sorted(PUBLISHED))
-def test_shipped_config_matches_published_total(folder, tmp_path):
-    config = SHIPPED / folder / "config.json"
-    if not config.exists():
-        pytest.skip(f"{config} not available")
-    out = tmp_path / f"{folder}.yaml"
+def _imported(config, tmp_path, name="spec"):
+    out = tmp_path / f"{name}.yaml"
     write_spec(str(config), str(out))
+    return out
+
+
+@pytest.mark.parametrize("folder", sorted(PUBLISHED))
+def test_real_config_matches_published_total(folder, tmp_path):
+    out = _imported(REAL / f"{folder}.json", tmp_path, folder)
+    compile_spec(load_spec(out))                       # what `specc check` does
     assert _query(out, "params()") == PUBLISHED[folder]
+
+
+def test_real_configs_are_the_shared_ones():
+    """The copies in tests/data/hf/real are the shared transcriptions (when those are here)."""
+    shared = ROOT.parent / "shared" / "hf-configs"
+    if not shared.exists():
+        pytest.skip("../shared/hf-configs not available")
+    for folder in PUBLISHED:
+        assert (REAL / f"{folder}.json").read_text() == (shared / folder / "config.json").read_text()
+
+
+# ------------------------------------------------------------------ written configs: totals by hand
+def _glu_layer(d, n_q, n_kv, d_h, f, norms):
+    """q, k, v, o + gate/up/down + norms of one gated decoder layer."""
+    return d * n_q * d_h + 2 * d * n_kv * d_h + n_q * d_h * d + 3 * d * f + norms
+
+
+def _mamba_layer(d, d_in, N, dt_rank, conv, norm):
+    """in_proj, conv (+ bias), x_proj, dt_proj (+ bias), A_log, D, out_proj, layer norm."""
+    return (d * 2 * d_in + d_in * conv + d_in + d_in * (dt_rank + 2 * N) + dt_rank * d_in + d_in
+            + d_in * N + d_in + d_in * d + norm)
+
+
+HAND = {
+    # Gemma-2B: tied 256000×2048 table, 18 layers of MQA (8 heads of 256, 1 KV head), GeGLU 16384,
+    # two RMSNorms per layer, final norm: the published 2,506,172,416
+    "gemma_2b": 256000 * 2048 + 18 * _glu_layer(2048, 8, 1, 256, 16384, 2 * 2048) + 2048,
+    # Gemma-7B: head_dim 256 × 16 heads = 4096 ≠ 3072: the published 8,537,680,896
+    "gemma_7b": 256000 * 3072 + 28 * _glu_layer(3072, 16, 16, 256, 24576, 2 * 3072) + 3072,
+    # Gemma-3-1B: tied 262144×1152, 26 layers: 4 norms (pre+post) and Q/K norms of 256: 999,885,952
+    "gemma3_1b": 262144 * 1152 + 26 * _glu_layer(1152, 4, 1, 256, 6912, 4 * 1152 + 2 * 256) + 1152,
+    # Phi-4 (model_type phi3): fused qkv 5120→(40+2·10)·128, untied 100352: 14,659,507,200
+    "phi4": 2 * 100352 * 5120 + 40 * _glu_layer(5120, 40, 10, 128, 17920, 2 * 5120) + 5120,
+    # Phi-4-mini: partial rotary 0.75 (no parameters), tied 200064: 3,836,021,760
+    "phi4_mini": 200064 * 3072 + 32 * _glu_layer(3072, 24, 8, 128, 8192, 2 * 3072) + 3072,
+    # Phi-3.5-mini: Phi-3-mini's shape with longrope: 3,821,079,552
+    "phi35_mini": 2 * 32064 * 3072 + 32 * _glu_layer(3072, 32, 32, 96, 8192, 2 * 3072) + 3072,
+    # Granite-3.0-2B: Llama's layer (multipliers add nothing), tied 49155×2048
+    "granite_3_2b": 49155 * 2048 + 40 * _glu_layer(2048, 32, 8, 64, 8192, 2 * 2048) + 2048,
+    # Command-R: parallel attention+MLP behind ONE bias-free LayerNorm per layer, tied
+    "command_r": 256000 * 8192 + 40 * _glu_layer(8192, 64, 64, 128, 22528, 8192) + 8192,
+    # Command-R+: use_qk_norm: LayerNorm weights per head over (96 + 8)·128
+    "command_r_plus": 256000 * 12288 + 64 * _glu_layer(12288, 96, 8, 128, 33792, 12288 + (96 + 8) * 128) + 12288,
+    # Falcon-40B: new_decoder_architecture: fused qkv 8192→(128 + 2·8)·64, dense 8192², MLP 2·8192·32768,
+    # ln_attn + ln_mlp (weight + bias each), tied, ln_f: 41,303,293,952
+    "falcon_40b": 65024 * 8192 + 60 * (8192 * 144 * 64 + 8192 * 8192 + 2 * 8192 * 32768 + 4 * 8192) + 2 * 8192,
+    # Pythia-160M: fused qkv with bias, dense with bias, 4h MLP with biases, two LayerNorms (w + b),
+    # untied embed_in/embed_out: the published 162,322,944
+    "pythia_160m": 2 * 50304 * 768 + 12 * ((768 * 2304 + 2304) + (768 * 768 + 768) + (768 * 3072 + 3072)
+                                           + (3072 * 768 + 768) + 4 * 768) + 2 * 768,
+    # StarCoder2-3B: GQA with biases (24 q heads, 2 KV heads of 128), c_fc/c_proj with biases,
+    # LayerNorms with bias, tied
+    "starcoder2_3b": 49152 * 3072 + 30 * ((3072 * 3072 + 3072) + 2 * (3072 * 256 + 256) + (3072 * 3072 + 3072)
+                                          + (3072 * 12288 + 12288) + (12288 * 3072 + 3072) + 4 * 3072) + 2 * 3072,
+    # Mamba-130M: 24 Mamba layers (d_in 1536, N 16, dt_rank 48, conv 4), tied 50280×768: 129,135,360
+    "mamba_130m": 50280 * 768 + 24 * _mamba_layer(768, 1536, 16, 48, 4, 768) + 768,
+    # Falcon-Mamba-7B: intermediate_size 8192 overrides expand 16 (as in transformers), weight-free
+    # B/C/Δ norms, untied: 7,272,665,088
+    "falcon_mamba_7b": 2 * 65024 * 4096 + 64 * _mamba_layer(4096, 8192, 16, 256, 4, 4096) + 4096,
+}
+KNOWN = {"gemma_2b": 2_506_172_416, "gemma_7b": 8_537_680_896, "gemma3_1b": 999_885_952,
+         "phi4": 14_659_507_200, "phi4_mini": 3_836_021_760, "phi35_mini": 3_821_079_552,
+         "falcon_40b": 41_303_293_952, "pythia_160m": 162_322_944, "mamba_130m": 129_135_360,
+         "falcon_mamba_7b": 7_272_665_088}
+
+
+def test_hand_totals_are_the_known_published_ones():
+    for name, total in KNOWN.items():
+        assert HAND[name] == total, name
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_written_config_imports_to_its_hand_total(name, tmp_path):
+    out = _imported(WRITTEN / f"{name}.json", tmp_path, name)
+    compile_spec(load_spec(out))
+    assert _query(out, "params()") == HAND[name]
+
+
+def test_every_family_has_a_config_with_a_checked_total():
+    """Each model_type of specs/hf/families.yaml is covered by a real or written config."""
+    covered = set()
+    for path in list(REAL.glob("*.json")) + list(WRITTEN.glob("*.json")) + list(TINY.glob("*.json")):
+        covered.add(json.loads(path.read_text())["model_type"])
+    assert covered == set(FAMILIES)
+
+
+def test_params_group_breakdown(tmp_path):
+    """The groups add up to the total and hold what they should: GPT-2's tied table and its
+    1024×768 position table in embedding_head, its Conv1D weights and biases in attention /
+    FFN, its LayerNorms (w + b) in other."""
+    out = _imported(REAL / "gpt2.json", tmp_path, "gpt2")
+    groups = {g: _query(out, f"params(group={g})")
+              for g in ("embedding_head", "attention_projection", "dense_shared_ffn", "routed_experts", "other")}
+    assert sum(groups.values()) == 124_439_808
+    assert groups["embedding_head"] == 50257 * 768 + 1024 * 768
+    assert groups["attention_projection"] == 12 * (768 * 2304 + 2304 + 768 * 768 + 768)
+    assert groups["dense_shared_ffn"] == 12 * (768 * 3072 + 3072 + 3072 * 768 + 768)
+    assert groups["other"] == 12 * 4 * 768 + 2 * 768
+    assert groups["routed_experts"] == 0
+    # Qwen1.5-MoE: 60 experts × 24 layers, the shared expert and its d→1 gate in dense_shared_ffn,
+    # routers (2048×60 per layer) in other
+    out = _imported(REAL / "qwen1_5_moe_a2_7b_chat.json", tmp_path, "qmoe")
+    assert _query(out, "params(group=routed_experts)") == 24 * 60 * 3 * 2048 * 1408
+    assert _query(out, "params(group=dense_shared_ffn)") == 24 * (3 * 2048 * 5632 + 2048)
+    assert _query(out, "params(group=other)") == 24 * (2048 * 60 + 2 * 2048) + 2048
 
 
 # ------------------------------------------------------------------ tiny configs, every family
@@ -101,11 +222,6 @@ def expected_params(cfg: dict) -> int:
 
 
 TINY_CONFIGS = sorted(p.stem for p in TINY.glob("*.json"))
-
-
-def test_every_family_has_a_tiny_config():
-    types = {json.loads((TINY / f"{n}.json").read_text())["model_type"] for n in TINY_CONFIGS}
-    assert types == set(FAMILIES)
 
 
 @pytest.mark.parametrize("name", TINY_CONFIGS)
@@ -172,7 +288,7 @@ def _mutated(tmp_path, base: str, **changes) -> Path:
 
 
 BAD = [
-    ("llama", {"model_type": "falcon"}, "unknown model_type 'falcon'", "model_type"),
+    ("llama", {"model_type": "bloom"}, "unknown model_type 'bloom'", "model_type"),
     ("llama", {"rope_scaling": {"rope_type": "weird", "factor": 2}}, "unknown rope_scaling type 'weird'", "rope_type"),
     ("mistral", {"attention_bias": True}, "'attention_bias: true' is not supported for model_type mistral",
      "attention_bias"),
@@ -226,10 +342,10 @@ def test_cli_import_then_eval(tmp_path):
 
 
 def test_cli_error_exit_2_without_traceback(tmp_path):
-    path = _mutated(tmp_path, "llama", model_type="falcon")
+    path = _mutated(tmp_path, "llama", model_type="bloom")
     result = CliRunner().invoke(main, ["import-hf", str(path), "-o", str(tmp_path / "x.yaml")])
     assert result.exit_code == 2
-    assert "unknown model_type 'falcon'" in result.output and "Traceback" not in result.output
+    assert "unknown model_type 'bloom'" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "x.yaml").exists()
 
 
