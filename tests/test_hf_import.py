@@ -357,3 +357,222 @@ def test_crosscheck_without_torch_names_the_extra(tmp_path, monkeypatch):
     assert result.exit_code == 2
     assert "crosscheck" in result.output and "pip install -e '.[crosscheck]'" in result.output
     assert "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------ quirks, checked by their effect
+def _with_fields(tmp_path, src: Path, name="cfg", **changes) -> Path:
+    cfg = json.loads(src.read_text())
+    for key, value in changes.items():
+        if value is ...:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = value
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(cfg, indent=2))
+    return path
+
+
+def test_dataflow_has_no_dead_ends(tmp_path):
+    """Every op's output is read by a later op, or is a layer group's or the head's output
+    (MLA's rope lives in lib/mla.yaml and is not an import-hf block)."""
+    configs = [p for p in list(TINY.glob("*.json")) + list(REAL.glob("*.json")) + list(WRITTEN.glob("*.json"))
+               if FAMILIES[json.loads(p.read_text())["model_type"]].attention != "mla"]
+    for path in configs:
+        graph = compile_spec(load_spec(_imported(path, tmp_path, path.stem))).graph
+        sinks = {n for n in graph.nodes if graph.out_degree(n) == 0}
+        assert all(n.startswith("head.logits") or n.split(".")[-1].split("~")[0] == "h" for n in sinks), (path, sinks)
+
+
+def test_gemma2_soft_caps_are_scalar_work_not_parameters(tmp_path):
+    capped = _imported(REAL / "gemma_2_2b_it.json", tmp_path, "capped")
+    plain = _imported(_with_fields(tmp_path, REAL / "gemma_2_2b_it.json", attn_logit_softcapping=None,
+                                   final_logit_softcapping=None), tmp_path, "plain")
+    assert _query(capped, "params()") == _query(plain, "params()")
+    assert _query(capped, "flops(P=16)") == _query(plain, "flops(P=16)")
+    # 3 ops per capped attention score (8 heads) and per logit (256000 on the last row)
+    pairs = _query(capped, "pairs(P=16)")
+    extra = _query(capped, "scalar_work(P=16)") - _query(plain, "scalar_work(P=16)")
+    assert extra == 3 * 8 * pairs * 26 + 3 * 256000
+
+
+def test_gemma_sliding_patterns(tmp_path):
+    # Gemma-2: layer_types absent → sliding on even layers (every 2nd layer is global)
+    text = import_config(str(REAL / "gemma_2_2b_it.json"))
+    assert "sliding_layers: 0..24 step 2" in text
+    # Gemma-3: 5 sliding : 1 global (sliding_window_pattern 6): layers 5, 11, 17, 23 are global
+    out = _imported(WRITTEN / "gemma3_1b.json", tmp_path, "g3")
+    per_token = 2 * 1 * 256 * 2                     # K and V, one KV head of 256, bf16
+    assert _query(out, "state_bytes(H=32768)") == (22 * 512 + 4 * 32768) * per_token
+    # an explicit layer_types list wins over the pattern
+    types = ["full_attention" if i % 2 else "sliding_attention" for i in range(26)]
+    out = _imported(_with_fields(tmp_path, WRITTEN / "gemma3_1b.json", layer_types=types), tmp_path, "g3t")
+    assert _query(out, "state_bytes(H=32768)") == (13 * 512 + 13 * 32768) * per_token
+
+
+def test_falcon_multi_query_overrides_num_kv_heads(tmp_path):
+    out = _imported(REAL / "falcon_7b_instruct.json", tmp_path, "f7")
+    assert "n_kv: 1" in out.read_text()           # num_kv_heads says 71; multi_query makes it 1
+    assert _query(out, "kv_bytes_per_token()") == 32 * 2 * 1 * 64 * 2
+    # new_decoder_architecture reads num_kv_heads (Falcon-40B: 8) and has two norms per layer
+    out = _imported(WRITTEN / "falcon_40b.json", tmp_path, "f40")
+    assert _query(out, "kv_bytes_per_token()") == 60 * 2 * 8 * 64 * 2
+    assert _query(out, "params(group=other)") == 60 * 4 * 8192 + 2 * 8192
+    # without multi_query and without the new architecture: one K/V head per query head
+    out = _imported(_with_fields(tmp_path, REAL / "falcon_7b_instruct.json", multi_query=False), tmp_path, "mha")
+    assert _query(out, "params()") == PUBLISHED["falcon_7b_instruct"] + 32 * 4544 * 2 * 70 * 64
+
+
+def test_parallel_and_post_norm_dataflow(tmp_path):
+    """Phi-2: the MLP reads the attention's own norm; OLMo-2: attention reads the residual
+    stream itself and its output is normalised before the add."""
+    graph = compile_spec(load_spec(_imported(REAL / "phi_2.json", tmp_path, "phi"))).graph
+    assert list(graph.predecessors("layers.ffn_out.y.up")) == ["layers.n1.y"]
+    assert set(graph.predecessors("layers.h")) == {"embed.embed", "layers.mix.o~2", "layers.ffn_out.y.down~2"}
+    graph = compile_spec(load_spec(_imported(REAL / "olmo_2_1124_7b.json", tmp_path, "olmo"))).graph
+    assert list(graph.predecessors("layers.mix.q")) == ["embed.embed"]
+    assert list(graph.predecessors("layers.mix.y")) == ["layers.mix.o"]        # post_attention_layernorm
+    assert list(graph.predecessors("layers.ffn_out.y.up")) == ["layers.h"]      # no pre-FFN norm
+
+
+def test_biases_partial_rotary_and_head_bias(tmp_path):
+    out = _imported(REAL / "phi_2.json", tmp_path, "phi")
+    text = out.read_text()
+    assert "rot: 32" in text                      # int(0.4 × 80)
+    assert _query(out, "params(group=embedding_head)") == 2 * 51200 * 2560 + 51200   # lm_head bias
+    # qk_layernorm adds a LayerNorm (weight + bias) of head_dim on Q and on K per layer
+    out = _imported(_with_fields(tmp_path, REAL / "phi_2.json", qk_layernorm=True), tmp_path, "phiqk")
+    assert _query(out, "params()") == PUBLISHED["phi_2"] + 32 * 4 * 80
+    # StableLM's qk_layernorm: per-head bias-free LayerNorms over (n_q + n_kv)·d_h
+    out = _imported(_with_fields(tmp_path, REAL / "stablelm_2_zephyr_1_6b.json", qk_layernorm=True), tmp_path, "st")
+    assert _query(out, "params()") == PUBLISHED["stablelm_2_zephyr_1_6b"] + 24 * (32 + 32) * 64
+
+
+def test_shared_expert_gate_and_mlp_only_layers(tmp_path):
+    out = _imported(REAL / "qwen1_5_moe_a2_7b_chat.json", tmp_path, "q")
+    flops = _query(out, "flops(P=4, component=shared_expert)")
+    assert flops == 24 * (6 * 4 * 2048 * 5632 + 2 * 4 * 2048)       # shared SwiGLU + its d→1 gate
+    # an mlp_only layer is a dense FFN of intermediate_size instead of the MoE
+    out = _imported(_with_fields(tmp_path, REAL / "qwen1_5_moe_a2_7b_chat.json", mlp_only_layers=[0]), tmp_path, "q0")
+    moe_layer = 2048 * 60 + 60 * 3 * 2048 * 1408 + 3 * 2048 * 5632 + 2048
+    assert _query(out, "params()") == PUBLISHED["qwen1_5_moe_a2_7b_chat"] - moe_layer + 3 * 2048 * 5632
+
+
+def test_jamba_layout_and_state(tmp_path):
+    out = _imported(REAL / "ai21_jamba_1_5_mini.json", tmp_path, "j")
+    text = out.read_text()
+    assert "attn_layers: 4..28 step 8" in text and "moe_layers: 1..31 step 2" in text
+    # 4 attention layers of 8 KV heads × 128, 28 Mamba layers of (conv 3 × 8192 + SSM 8192 × 16), bf16
+    assert _query(out, "state_bytes(H=1000)") == 4 * 1000 * 2 * 8 * 128 * 2 + 28 * (3 * 8192 + 8192 * 16) * 2
+    bad = _with_fields(tmp_path, REAL / "ai21_jamba_1_5_mini.json", attn_layer_offset=8)
+    with pytest.raises(SpecError, match="is not below 'attn_layer_period'") as info:
+        import_config(str(bad))
+    assert '"attn_layer_offset"' in info.value.loc.line_text()
+
+
+def test_mamba_dt_rank_auto_and_intermediate_size(tmp_path):
+    # time_step_rank "auto" is ceil(hidden_size / 16) = 48 for Mamba-130M
+    auto = _with_fields(tmp_path, WRITTEN / "mamba_130m.json", time_step_rank="auto")
+    assert _query(_imported(auto, tmp_path, "auto"), "params()") == HAND["mamba_130m"]
+    # without intermediate_size, d_in is expand × hidden_size
+    assert _query(_imported(_with_fields(tmp_path, WRITTEN / "falcon_mamba_7b.json", intermediate_size=...,
+                                         expand=2), tmp_path, "fm"), "params()") == HAND["falcon_mamba_7b"]
+
+
+# ------------------------------------------------------------------ model folders and quantization
+def test_model_folder_is_accepted(tmp_path):
+    snap = tmp_path / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text((REAL / "gpt2.json").read_text())
+    out = tmp_path / "g.yaml"
+    result = CliRunner().invoke(main, ["import-hf", str(snap), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert _query(out, "params()") == PUBLISHED["gpt2"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(main, ["import-hf", str(empty), "-o", str(tmp_path / "x.yaml")])
+    assert result.exit_code == 2 and "has no config.json" in result.output and "Traceback" not in result.output
+
+
+LINEAR = ("attention_projection", "dense_shared_ffn", "routed_experts")
+QUANT = [
+    # GPTQ 4-bit, group 128: 4/8 B + (fp16 scale + 4-bit zero) per 128 values
+    ({"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True}, "gptq_int4",
+     Fraction(1, 2) + Fraction(16 + 4, 8 * 128)),
+    ({"quant_method": "awq", "bits": 4, "group_size": 64, "version": "gemm"}, "awq_int4",
+     Fraction(1, 2) + Fraction(20, 8 * 64)),
+    ({"quant_method": "gptq", "bits": 8, "group_size": -1}, "gptq_int8", Fraction(1)),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}, "bnb_nf4",
+     Fraction(1, 2) + Fraction(4, 64)),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+      "bnb_4bit_use_double_quant": True}, "bnb_nf4", Fraction(1, 2) + Fraction(1, 64) + Fraction(4, 64 * 256)),
+    ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "bnb_int8", Fraction(1)),
+    ({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}, "fp8", 1 + Fraction(4, 128 * 128)),
+]
+
+
+@pytest.mark.parametrize("quant, fmt, rate", QUANT, ids=[q[1] + str(i) for i, q in enumerate(QUANT)])
+def test_quantization_config_is_the_default_format(tmp_path, quant, fmt, rate):
+    out = _imported(_with_fields(tmp_path, TINY / "qwen3_moe.json", quantization_config=quant), tmp_path, "qz")
+    linear = sum(_query(out, f"params(group={g})") for g in LINEAR)
+    rest = _query(out, "params()") - linear
+    assert linear > 0 and rest > 0
+    expected = linear * rate + rest * 2          # embeddings, head, norms, routers stay bf16
+    assert _query(out, "weight_bytes()") == expected
+    assert _query(out, f"weight_bytes(format={fmt})") == expected
+    assert _query(out, "weight_bytes(format=bf16)") == 2 * (linear + rest)
+
+
+QUANT_BAD = [
+    ({"quant_method": "gptq", "bits": 5, "group_size": 128}, "quantization_config.bits must be", "bits"),
+    ({"quant_method": "awq", "bits": 4, "group_size": 0}, "group_size must be", "group_size"),
+    ({"quant_method": "hqq", "nbits": 4}, "unknown quant_method 'hqq'", "quant_method"),
+    ({"quant_method": "bitsandbytes"}, "neither load_in_4bit nor load_in_8bit", "quant_method"),
+    ({"quant_method": "fp8", "weight_block_size": [128]}, "weight_block_size must be", "weight_block_size"),
+]
+
+
+@pytest.mark.parametrize("quant, message, key", QUANT_BAD, ids=[q[2] + str(i) for i, q in enumerate(QUANT_BAD)])
+def test_bad_quantization_config_is_located(tmp_path, quant, message, key):
+    path = _with_fields(tmp_path, TINY / "llama.json", quantization_config=quant)
+    with pytest.raises(SpecError, match=message) as info:
+        import_config(str(path))
+    assert f'"{key}"' in info.value.loc.line_text()
+
+
+# ------------------------------------------------------------------ unknown or inconsistent configs
+BAD_NEW = [
+    (WRITTEN / "falcon_40b.json", {"num_kv_heads": 7}, "7 key/value heads do not divide 128", "num_kv_heads"),
+    (TINY / "llama.json", {"num_key_value_heads": 3}, "3 key/value heads do not divide 4", "num_key_value_heads"),
+    (TINY / "llama.json", {"num_hidden_layers": 10 ** 9}, "'num_hidden_layers' must be an integer >= 1 (at most",
+     "num_hidden_layers"),
+    (REAL / "phi_2.json", {"partial_rotary_factor": 1.5}, "'partial_rotary_factor' must be a fraction",
+     "partial_rotary_factor"),
+    (REAL / "gpt2.json", {"n_embd": -1}, "'n_embd' must be an integer", "n_embd"),
+    (REAL / "falcon_7b_instruct.json", {"alibi": True}, "'alibi: true' is not supported", "alibi"),
+    (REAL / "gemma_2_2b_it.json", {"hidden_activation": "relu"}, "hidden_activation 'relu' is not supported",
+     "hidden_activation"),
+    (REAL / "falcon_7b_instruct.json", {"new_decoder_architecture": True, "num_ln_in_parallel_attn": 3},
+     "3 norms in a parallel block", "num_ln_in_parallel_attn"),
+]
+
+
+@pytest.mark.parametrize("src, changes, message, key", BAD_NEW, ids=[b[3] + str(i) for i, b in enumerate(BAD_NEW)])
+def test_inconsistent_config_is_located(tmp_path, src, changes, message, key):
+    path = _with_fields(tmp_path, src, **changes)
+    with pytest.raises(SpecError) as info:
+        import_config(str(path))
+    assert message in info.value.message
+    assert info.value.loc.file == str(path) and f'"{key}"' in info.value.loc.line_text()
+
+
+def test_deep_nesting_and_non_utf8_are_located(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"model_type": "llama",\n "x": ' + "[" * 100000 + "]" * 100000 + "}")
+    with pytest.raises(SpecError, match="nests deeper than") as info:
+        import_config(str(deep))
+    assert info.value.loc.line == 2
+    raw = tmp_path / "latin1.json"
+    raw.write_bytes(b'{"model_type": "llama",\n "_name_or_path": "caf\xe9"}')
+    result = CliRunner().invoke(main, ["import-hf", str(raw), "-o", str(tmp_path / "x.yaml")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "not UTF-8" in result.output and ":2:" in result.output
