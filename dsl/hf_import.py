@@ -428,16 +428,14 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
         spec.dim("d_h", d_h, "hidden_size / num_attention_heads (no head_dim field)")
     items += [("n_q", "n_q", ""), ("n_kv", "n_kv", ""), ("d_h", "d_h", "")]
     # partial rotary: HF rotates int(fraction · head_dim) features of each head
-    if fam.rotary is False:
-        items.append(("rot", 0, "no rotary positions"))
-    else:
-        fraction, rot_field = cfg.rule(fam.rotary, 1)
-        if rot_field is not None:
-            fraction = cfg.number(rot_field, fraction)
-        rot = int(fraction * d_h)
-        if rot != d_h:
-            spec.dim("rot", rot, f"int({rot_field} × d_h): rotary features per head")
-            items.append(("rot", "rot", "partial rotary"))
+    fraction, rot_field = cfg.rule(fam.rotary, 1)
+    if rot_field is not None:
+        fraction = cfg.number(rot_field, fraction)
+    if fraction is False or fraction == 0:
+        items.append(("rot", 0, "no rotary positions" + (f" ({rot_field})" if rot_field else "")))
+    elif int(fraction * d_h) != d_h:
+        spec.dim("rot", int(fraction * d_h), f"int({rot_field} × d_h): rotary features per head")
+        items.append(("rot", "rot", "partial rotary"))
     qk = cfg.rule_flag(fam.qk_norm)
     if qk:
         items.append(("qk_norm", 1 if fam.qk_norm_width == "head" else 2,

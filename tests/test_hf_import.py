@@ -108,6 +108,10 @@ HAND = {
     # Falcon-40B: new_decoder_architecture: fused qkv 8192→(128 + 2·8)·64, dense 8192², MLP 2·8192·32768,
     # ln_attn + ln_mlp (weight + bias each), tied, ln_f: 41,303,293,952
     "falcon_40b": 65024 * 8192 + 60 * (8192 * 144 * 64 + 8192 * 8192 + 2 * 8192 * 32768 + 4 * 8192) + 2 * 8192,
+    # Falcon-RW-1B: ALiBi (no rotary, no parameters), sequential residual (parallel_attn false) with
+    # input_layernorm + post_attention_layernorm, biases (bias true), full multi-head fused qkv, tied
+    "falcon_rw_1b": 50304 * 2048 + 24 * ((2048 * 6144 + 6144) + (2048 * 2048 + 2048) + (2048 * 8192 + 8192)
+                                         + (8192 * 2048 + 2048) + 4 * 2048) + 2 * 2048,
     # Pythia-160M: fused qkv with bias, dense with bias, 4h MLP with biases, two LayerNorms (w + b),
     # untied embed_in/embed_out: the published 162,322,944
     "pythia_160m": 2 * 50304 * 768 + 12 * ((768 * 2304 + 2304) + (768 * 768 + 768) + (768 * 3072 + 3072)
@@ -548,7 +552,8 @@ BAD_NEW = [
     (REAL / "phi_2.json", {"partial_rotary_factor": 1.5}, "'partial_rotary_factor' must be a fraction",
      "partial_rotary_factor"),
     (REAL / "gpt2.json", {"n_embd": -1}, "'n_embd' must be an integer", "n_embd"),
-    (REAL / "falcon_7b_instruct.json", {"alibi": True}, "'alibi: true' is not supported", "alibi"),
+    (REAL / "gpt2.json", {"add_cross_attention": True}, "'add_cross_attention: true' is not supported",
+     "add_cross_attention"),
     (REAL / "gemma_2_2b_it.json", {"hidden_activation": "relu"}, "hidden_activation 'relu' is not supported",
      "hidden_activation"),
     (REAL / "falcon_7b_instruct.json", {"new_decoder_architecture": True, "num_ln_in_parallel_attn": 3},
