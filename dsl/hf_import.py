@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .errors import Loc, SpecError
 from .hf_config import MAX_LAYERS, Config
-from .hf_quant import QUANTIZED_GROUPS, quant_format
+from .hf_quant import quant_format
 
 LIB_DIR = Path(__file__).resolve().parent.parent / "specs" / "lib"
 FAMILIES_FILE = LIB_DIR.parent / "hf" / "families.yaml"
@@ -308,16 +308,16 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
     w(f"    doc: {dtype} weights and state (torch_dtype)")
     w("    weights: {default: %s}" % elt)
     if quant is not None:
-        qname, rate, qdoc = quant
+        qname, rate, qdoc, groups = quant
         w(f"  {qname}:")
         w("    default: true")
         w("    doc: >")
-        for line in _wrap(f"{qdoc} (quantization_config), in the linear layers ({', '.join(QUANTIZED_GROUPS)}; "
-                          f"a bias at its matrix's rate); embeddings, head, norms and routers stay {dtype}; "
-                          f"state {dtype}", 84):
+        for line in _wrap(f"{qdoc} (quantization_config), in the parameter groups {', '.join(groups)} "
+                          f"(a bias at its matrix's rate); the other groups (embeddings, head, norms, routers) "
+                          f"stay {dtype}; state {dtype}", 84):
             w("      " + line)
         rate_text = f"{rate.numerator}/{rate.denominator}" if rate.denominator != 1 else str(rate.numerator)
-        w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in QUANTIZED_GROUPS)))
+        w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in groups)))
     w("")
     w("stores:")
     for store_name, tags, doc, expr in stores:

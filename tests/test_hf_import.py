@@ -511,6 +511,8 @@ QUANT = [
       "bnb_4bit_use_double_quant": True}, "bnb_nf4", Fraction(1, 2) + Fraction(1, 64) + Fraction(4, 64 * 256)),
     ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "bnb_int8", Fraction(1)),
     ({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}, "fp8", 1 + Fraction(4, 128 * 128)),
+    ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": False}, "awq_int4",
+     Fraction(1, 2) + Fraction(16, 8 * 128)),
 ]
 
 
@@ -533,6 +535,17 @@ QUANT_BAD = [
     ({"quant_method": "bitsandbytes"}, "neither load_in_4bit nor load_in_8bit", "quant_method"),
     ({"quant_method": "fp8", "weight_block_size": [128]}, "weight_block_size must be", "weight_block_size"),
 ]
+
+
+def test_mxfp4_quantizes_the_experts_only(tmp_path):
+    """gpt-oss's checkpoint config: MXFP4 experts (1/2 B + an E8M0 scale per 32), the rest bf16."""
+    quant = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn",
+                                                                 "model.layers.*.mlp.router",
+                                                                 "model.embed_tokens", "lm_head"]}
+    out = _imported(_with_fields(tmp_path, REAL / "gpt_oss_20b.json", quantization_config=quant), tmp_path, "oss")
+    assert _query(out, "params()") == PUBLISHED["gpt_oss_20b"]
+    experts = _query(out, "params(group=routed_experts)")
+    assert _query(out, "weight_bytes()") == experts * Fraction(17, 32) + (PUBLISHED["gpt_oss_20b"] - experts) * 2
 
 
 @pytest.mark.parametrize("quant, message, key", QUANT_BAD, ids=[q[2] + str(i) for i, q in enumerate(QUANT_BAD)])
