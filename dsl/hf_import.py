@@ -1,11 +1,12 @@
 """Hugging Face `config.json` → specc spec YAML text (`specc import-hf`).
 
-The config is read with `json` (never evaluated). What each supported
-`model_type` means is data: the FAMILIES table says which layer block of
-specs/lib/hf_families.yaml the family uses and which config fields switch its
-optional parts (biases, QK norms, sinks, windows, router biases, shared
-experts, MLA). A field whose value the blocks cannot model, a missing field or
-an unknown `model_type` is a SpecError located at the field in config.json.
+The config is read with `json` (never evaluated; dsl/hf_config.py). What each
+supported `model_type` means is data: the FAMILIES table (specs/hf/families.yaml)
+says which blocks of specs/lib/hf_families.yaml the family uses and how its
+config fields switch their parts (norm layout, biases, QK norms, parallel
+residuals, partial rotary, soft-caps, windows, experts, Mamba mixers, MLA). A
+field whose value the blocks cannot model, a missing field or an unknown
+`model_type` is a SpecError located at the field in config.json.
 
 The output is deterministic, commented YAML: every config value becomes a named
 dimension with the field it came from as a comment.
@@ -14,48 +15,76 @@ dimension with the field it came from as a comment.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import Loc, SpecError
+from .hf_config import MAX_LAYERS, Config
+from .hf_quant import quant_format
 
 LIB_DIR = Path(__file__).resolve().parent.parent / "specs" / "lib"
+FAMILIES_FILE = LIB_DIR.parent / "hf" / "families.yaml"
 
-ACTIVATIONS = {"silu", "swish"}
 LAYER_TYPES = {"full_attention", "sliding_attention"}
+WINDOW_MODES = {"none", "all", "all_if_enabled", "layer_types", "layer_types_or_max_window", "layer_types_or_period"}
+FFN_MODES = {"dense", "moe", "dense_then_moe", "none"}
+MIXERS = {"attention", "mamba", "hybrid"}
+NORMS = {"rms", "layernorm", "layernorm_nobias"}
+NORM_LAYOUTS = {"pre", "pre_post", "post"}
 
 
 @dataclass(frozen=True)
 class Family:
-    """How a model_type maps onto the library blocks.
+    """How a model_type maps onto the library blocks (keys documented in specs/hf/families.yaml)."""
 
-    attention: 'gqa' or 'mla'; ffn: 'dense', 'moe' or 'dense_then_moe' (dense first
-    layers, then MoE with shared experts); flags name the config field that turns a
-    part on (a bool constant means always on/off); `unsupported` lists fields whose
-    true value the blocks cannot model."""
-
-    attention: str
-    ffn: str
-    qk_norm: bool = False
-    qkv_bias: str | bool = False
-    o_bias: str | bool = False
-    mlp_bias: str | bool = False
+    attention: str = "gqa"
+    ffn: str = "dense"
+    mixer: str = "attention"
+    fields: dict = field(default_factory=dict)
+    defaults: dict = field(default_factory=dict)
+    tied: bool = False
+    norm: str = "rms"
+    norm_layout: str = "pre"
+    parallel: object = False
+    parallel_norms: object = 1
+    kv_heads: object = None
+    fused_qkv: bool = False
+    qk_norm: object = False
+    qk_norm_width: str = "head"
+    qk_norm_bias: bool = False
+    rotary: object = 1
+    qkv_bias: object = False
+    o_bias: object = False
+    mlp_bias: object = False
+    head_bias: object = False
+    mlp: str = "glu"
+    ffn_width: object = "intermediate_size"
+    positions: object = None
+    attn_softcap: str | None = None
+    final_softcap: str | None = None
+    activation_fields: tuple = ("hidden_act",)
+    activations: tuple = ()
     sinks: bool = False
     router_bias: bool = False
     expert_bias: bool = False
-    window: str = "none"          # see WINDOW_MODES and specs/hf/families.yaml
+    window: str = "none"
+    window_period: object = None
     experts_field: str = "num_local_experts"
     expert_width_field: str = "intermediate_size"
-    unsupported: tuple = ()       # boolean fields that must be false/absent
-    sparse_step: bool = False     # mlp_only_layers / decoder_sparse_step choose dense layers
+    shared_expert_field: str | None = None
+    shared_gate: bool = False
+    attn_layers: dict | None = None
+    moe_layers: dict | None = None
+    ssm: dict | None = None
+    unsupported: tuple = ()
+    sparse_step: bool = False
 
 
-FAMILIES_FILE = LIB_DIR.parent / "hf" / "families.yaml"
 ROPE_KINDS: set = set()     # rope_scaling types the blocks accept (from FAMILIES_FILE)
-WINDOW_MODES = {"none", "all", "all_if_enabled", "layer_types", "layer_types_or_max_window"}
-FFN_MODES = {"dense", "moe", "dense_then_moe"}
+ACTIVATIONS: dict = {}      # mlp kind -> activations a name of which changes no parameter
 
 
 def _load_families() -> dict:
@@ -64,84 +93,29 @@ def _load_families() -> dict:
 
     raw = yaml.safe_load(FAMILIES_FILE.read_text(encoding="utf-8"))
     ROPE_KINDS.update(raw["rope_kinds"])
+    ACTIVATIONS.update(glu=tuple(raw["glu_activations"]), plain=tuple(raw["plain_activations"]))
     fields = set(Family.__dataclass_fields__)
     families = {}
     for name, entry in raw["families"].items():
-        unknown = set(entry) - fields
-        if unknown or entry.get("window", "none") not in WINDOW_MODES or entry.get("ffn") not in FFN_MODES:
-            raise SpecError(f"{FAMILIES_FILE}: family '{name}' has unknown fields {sorted(unknown)} "
-                            f"or window mode '{entry.get('window')}'", None,
-                            expected=", ".join(sorted(fields)) + "; window: " + ", ".join(sorted(WINDOW_MODES)))
         entry = dict(entry)
-        entry["unsupported"] = tuple(entry.get("unsupported", ()))
+        unknown = set(entry) - fields
+        checks = [(entry.get("window", "none"), WINDOW_MODES), (entry.get("ffn", "dense"), FFN_MODES),
+                  (entry.get("mixer", "attention"), MIXERS), (entry.get("norm", "rms"), NORMS),
+                  (entry.get("norm_layout", "pre"), NORM_LAYOUTS), (entry.get("mlp", "glu"), {"glu", "plain"})]
+        bad = [value for value, allowed in checks if value not in allowed]
+        if unknown or bad:
+            raise SpecError(f"{FAMILIES_FILE}: family '{name}' has unknown keys {sorted(unknown)} or values {bad}",
+                            None, expected=", ".join(sorted(fields)))
+        for key in ("unsupported", "activation_fields", "activations"):
+            if key in entry:
+                entry[key] = tuple(entry[key])
+        if not entry.get("activations"):
+            entry["activations"] = ACTIVATIONS[entry.get("mlp", "glu")]
         families[name] = Family(**entry)
     return families
 
 
 FAMILIES: dict[str, Family] = _load_families()
-
-
-# ------------------------------------------------------------------ the config, with positions
-class Config:
-    """A parsed config.json that can say where each key is."""
-
-    def __init__(self, path: str):
-        self.path = str(path)
-        try:
-            self.text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SpecError(f"cannot read {path}: {exc.strerror}", None) from None
-        try:
-            self.data = json.loads(self.text)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"not valid JSON: {exc.msg}", Loc(self.path, exc.lineno, exc.colno),
-                            expected="a Hugging Face config.json") from None
-        if not isinstance(self.data, dict):
-            raise SpecError("config.json must be a JSON object", Loc(self.path, 1, 1), expected="{...}")
-
-    def loc(self, *keys: str) -> Loc:
-        """Where `"key":` is (nested keys are searched after their parent)."""
-        offset = 0
-        for key in keys:
-            found = re.compile(r'"%s"\s*:' % re.escape(key)).search(self.text, offset)
-            if not found:
-                break
-            offset = found.start()
-        line = self.text.count("\n", 0, offset) + 1
-        col = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
-        return Loc(self.path, line, col)
-
-    def error(self, key: str, message: str, expected: str | None = None, *parents: str):
-        return SpecError(message, self.loc(*parents, key), span=len(key) + 2, expected=expected)
-
-    def has(self, key: str) -> bool:
-        return self.data.get(key) is not None
-
-    def get(self, key: str, default=None):
-        value = self.data.get(key)
-        return default if value is None else value
-
-    def int(self, key: str, default=None, *, minimum: int = 1, family: str = "") -> int:
-        value = self.data.get(key)
-        if value is None:
-            if default is not None:
-                return default
-            raise SpecError(f"config has no '{key}' (model_type {family} needs it)", Loc(self.path, 1, 1),
-                            expected=f'a "{key}": <integer> field')
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(key, f"'{key}' must be an integer >= {minimum}, got {json.dumps(value)}",
-                             f"an integer >= {minimum}")
-        return value
-
-    def flag(self, key) -> bool:
-        if isinstance(key, bool):
-            return key
-        value = self.data.get(key)
-        if value is None:
-            return False
-        if not isinstance(value, bool):
-            raise self.error(key, f"'{key}' must be true or false, got {json.dumps(value)}", "true or false")
-        return value
 
 
 # ------------------------------------------------------------------ the spec being written
@@ -150,6 +124,7 @@ class _Spec:
     dims: list = field(default_factory=list)        # (name, value, comment)
     sets: list = field(default_factory=list)        # (name, text, comment)
     notes: list = field(default_factory=list)
+    summary: list = field(default_factory=list)     # description phrases
 
     def dim(self, name: str, value, comment: str):
         self.dims.append((name, value, comment))
@@ -164,22 +139,17 @@ def _layer_set(indices: list) -> str:
     return ", ".join(str(i) for i in indices)
 
 
-def _runs(kinds: list) -> list:
-    """Maximal runs of equal kinds: [(kind, first, last), ...]."""
-    out = []
-    for i, kind in enumerate(kinds):
-        if out and out[-1][0] == kind:
-            out[-1] = (kind, out[-1][1], i)
-        else:
-            out.append((kind, i, i))
-    return out
-
-
 def _check_common(cfg: Config, fam: Family, model_type: str):
-    act = cfg.get("hidden_act", "silu")
-    if act not in ACTIVATIONS:
-        raise cfg.error("hidden_act", f"hidden_act '{act}' is not supported for model_type {model_type} "
-                        "(the blocks model SwiGLU feed-forwards)", "silu")
+    for key in fam.activation_fields:
+        act = cfg.data.get(key)
+        if act is None:
+            continue
+        if act not in fam.activations:
+            kind = "gated (GLU)" if fam.mlp == "glu" else "two-matrix"
+            raise cfg.error(key, f"{key} '{act}' is not supported for model_type {model_type} "
+                            f"(the blocks model its {kind} feed-forward with these activations)",
+                            " or ".join(fam.activations))
+        break
     for key in ("rope_scaling", "rope_parameters"):
         rope = cfg.data.get(key)
         if rope is None:
@@ -202,15 +172,16 @@ def _check_common(cfg: Config, fam: Family, model_type: str):
 
 def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[list, int | None]:
     """Which layers attend within a sliding window, and its length (HF's own rules:
-    `layer_types` when the config lists them, else every layer, or the layers from
-    max_window_layers on when use_sliding_window is set; the family's mode says which)."""
+    `layer_types` when the config lists them, else every layer, the layers from
+    max_window_layers on when use_sliding_window is set, or all but every
+    window_period-th layer; the family's mode says which)."""
     if fam.window == "none" or cfg.data.get("sliding_window") is None:
         return [], None
     if fam.window in ("layer_types_or_max_window", "all_if_enabled") and not cfg.flag("use_sliding_window"):
         return [], None
     window = cfg.int("sliding_window", family=model_type)
     types = cfg.data.get("layer_types")
-    if types is not None and fam.window in ("layer_types_or_max_window", "layer_types"):
+    if types is not None and fam.window in ("layer_types_or_max_window", "layer_types", "layer_types_or_period"):
         if not isinstance(types, list) or len(types) != L:
             raise cfg.error("layer_types", f"layer_types must list one type per layer ({L})", f"{L} entries")
         for t in types:
@@ -218,25 +189,43 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
                 raise cfg.error("layer_types", f"unknown layer type '{t}'", " or ".join(sorted(LAYER_TYPES)))
         return [i for i, t in enumerate(types) if t == "sliding_attention"], window
     if fam.window == "layer_types_or_max_window":
-        first = cfg.int("max_window_layers", 0, minimum=0)
+        first = cfg.int("max_window_layers", 0, minimum=0, maximum=MAX_LAYERS)
         return [i for i in range(L) if i >= first], window
+    if fam.window == "layer_types_or_period":
+        period = cfg.rule_int(fam.window_period, family=model_type)
+        return [i for i in range(L) if (i + 1) % period], window
     if fam.window == "layer_types":
         return [], None
     return list(range(L)), window
 
 
+def _model_config(path: str) -> str:
+    """The config.json of `path`: the file itself, or the one in a model folder (a snapshot)."""
+    p = Path(path)
+    if p.is_dir():
+        inner = p / "config.json"
+        if not inner.is_file():
+            raise SpecError(f"model folder {path} has no config.json", Loc(str(p), 1, 1),
+                            expected="a folder holding a Hugging Face config.json, or the file itself")
+        return str(inner)
+    return str(p)
+
+
 # ------------------------------------------------------------------ import
 def import_config(path: str, name: str | None = None, out_path: str | None = None) -> str:
-    """The spec YAML text for the config at `path` (written next to `out_path`'s lib)."""
+    """The spec YAML text for the config at `path` (a config.json or a model folder)."""
+    path = _model_config(path)
     cfg = Config(path)
     model_type = cfg.data.get("model_type")
     if model_type is None:
         raise SpecError("config has no 'model_type'", Loc(cfg.path, 1, 1),
                         expected="one of " + ", ".join(sorted(FAMILIES)))
-    if model_type not in FAMILIES:
-        raise cfg.error("model_type", f"unknown model_type '{model_type}'",
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise cfg.error("model_type", f"unknown model_type {json.dumps(model_type)}".replace('"', "'"),
                         "a supported model_type: " + ", ".join(sorted(FAMILIES)))
     fam = FAMILIES[model_type]
+    cfg.aliases = dict(fam.fields)
+    cfg.defaults = dict(fam.defaults)
     _check_common(cfg, fam, model_type)
 
     out_dir = Path(out_path).resolve().parent if out_path else Path.cwd()
@@ -245,21 +234,26 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
     model_name = name or cfg.get("_name_or_path") or (here.parent.name if here.name == "config.json" else here.stem)
     spec = _Spec()
     d = cfg.int("hidden_size", family=model_type)
-    L = cfg.int("num_hidden_layers", family=model_type)
+    L = cfg.int("num_hidden_layers", family=model_type, maximum=MAX_LAYERS)
     V = cfg.int("vocab_size", family=model_type)
-    spec.dim("d", d, "hidden_size")
-    spec.dim("L", L, "num_hidden_layers")
+    spec.dim("d", d, cfg.name("hidden_size"))
+    spec.dim("L", L, cfg.name("num_hidden_layers"))
     spec.dim("V", V, "vocab_size")
-    tied = cfg.flag("tie_word_embeddings")
+    tied = cfg.flag("tie_word_embeddings") if cfg.has("tie_word_embeddings") else fam.tied
 
-    if fam.attention == "gqa":
-        layers, stores, options = _gqa(cfg, fam, model_type, spec, d, L)
-    else:
+    if fam.attention == "mla":
         layers, stores, options = _mla(cfg, fam, model_type, spec, d, L)
+    else:
+        layers, stores, options = _decoder(cfg, fam, model_type, spec, d, L)
 
     dtype = str(cfg.get("torch_dtype", cfg.get("dtype", "bfloat16")))
-    fmt, fmt_bytes = {"float32": ("fp32", "fp32"), "float16": ("fp16", "fp16")}.get(dtype, ("bf16", "bf16"))
-    max_ctx = cfg.data.get("max_position_embeddings")
+    fmt, elt = {"float32": ("fp32", "fp32"), "float16": ("fp16", "fp16")}.get(dtype, ("bf16", "bf16"))
+    quant = quant_format(cfg)
+    max_ctx = cfg.get("max_position_embeddings")
+    positions = 0
+    if fam.positions is not None:
+        positions = cfg.rule_int(fam.positions, family=model_type)
+        spec.dim("n_pos", positions, f"{fam.positions} (learned position table)")
 
     out = []
     w = out.append
@@ -267,11 +261,11 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
     w(f"# Generated by `specc import-hf` from {shown} (model_type: {model_type}).")
     w("# Every dimension is a config value; the comment names the field it came from.")
     w(f"model: {_scalar(model_name)}")
-    w(f"source: Hugging Face config.json ({model_type}, "
-      f"{', '.join(cfg.get('architectures', [])) or 'no architectures field'})")
-    desc = _description(cfg, fam, model_type, tied, spec)
+    archs = cfg.get("architectures", [])
+    archs = ", ".join(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ""
+    w(f"source: Hugging Face config.json ({model_type}, {archs or 'no architectures field'})")
     w("description: >")
-    for line in desc:
+    for line in _description(model_type, tied, spec, L, d, V):
         w("  " + line)
     w(f"imports: [{lib}/core.yaml, {lib}/hf_families.yaml]")
     w("")
@@ -281,7 +275,7 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
         w(f"{f'  {n}: {v}':<{width}}# {c}")
     if isinstance(max_ctx, int) and not isinstance(max_ctx, bool) and max_ctx > 0:
         w("")
-        w(f"max_context: {max_ctx}   # max_position_embeddings")
+        w(f"max_context: {max_ctx}   # {cfg.name('max_position_embeddings')}")
     if spec.sets:
         w("")
         w("sets:")
@@ -309,32 +303,53 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
     w("")
     w("formats:")
     w(f"  {fmt}:")
-    w("    default: true")
-    w(f"    doc: {dtype} weights and KV cache (torch_dtype)")
-    w("    weights: {default: %s}" % {"fp32": 4}.get(fmt_bytes, 2))
+    if quant is None:
+        w("    default: true")
+    w(f"    doc: {dtype} weights and state (torch_dtype)")
+    w("    weights: {default: %s}" % elt)
+    if quant is not None:
+        qname, rate, qdoc, groups = quant
+        w(f"  {qname}:")
+        w("    default: true")
+        w("    doc: >")
+        for line in _wrap(f"{qdoc} (quantization_config), in the parameter groups {', '.join(groups)} "
+                          f"(a bias at its matrix's rate); the other groups (embeddings, head, norms, routers) "
+                          f"stay {dtype}; state {dtype}", 84):
+            w("      " + line)
+        rate_text = f"{rate.numerator}/{rate.denominator}" if rate.denominator != 1 else str(rate.numerator)
+        w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in groups)))
     w("")
     w("stores:")
     for store_name, tags, doc, expr in stores:
         w(f"  {store_name}:")
         w(f"    tags: [{', '.join(tags)}]")
         w(f"    doc: {doc}")
-        w(f"    bytes: {{{fmt}: {expr.replace('ELT', fmt_bytes)}}}")
+        w(f"    bytes: {{default: {expr.replace('ELT', elt)}}}")
     w("")
     w("stack:")
     w("  - name: embed")
-    w("    block: token_embedding")
-    w("    with: {V: V, d: d}")
+    w("    block: hf_embedding")
+    w("    with: {V: V, d: d%s}" % (", positions: n_pos" if positions else ""))
     out.extend(layers)
     w("  - name: head")
+    w("    block: hf_lm_head" + ("   # tie_word_embeddings: the head reuses the embedding table" if tied else ""))
+    head = ["d: d", "V: V", "rows: head_rows"]
+    if fam.norm == "layernorm":
+        head.append("norm_bias: 1")
     if tied:
-        w("    block: tied_lm_head   # tie_word_embeddings: the head reuses the embedding table")
-    else:
-        w("    block: lm_head")
-    w("    with: {d: d, V: V, rows: head_rows}")
-    if cfg.has("quantization_config"):
-        method = cfg.get("quantization_config", {}).get("quant_method", "?") if isinstance(
-            cfg.get("quantization_config"), dict) else "?"
-        spec.notes.append(f"The checkpoint is quantized ({method}); parameter counts are logical (unpacked).")
+        head.append("tied: 1")
+    if cfg.rule_flag(fam.head_bias):
+        head.append("head_bias: 1")
+    if fam.final_softcap and cfg.get(fam.final_softcap) is not None:
+        head.append("softcap: 1")
+        spec.notes.append(f"The logits are soft-capped at {cfg.get(fam.final_softcap)} ({fam.final_softcap}): "
+                          "scalar work, no parameters.")
+    w("    with: {%s}" % ", ".join(head))
+    if quant is None and cfg.has("quantization_config"):
+        spec.notes.append("The checkpoint is quantized; parameter counts are logical (unpacked).")
+    if quant is not None:
+        spec.notes.append(f"The checkpoint is quantized (format {quant[0]}, the default); parameter counts "
+                          "are logical (unpacked) and weight bytes follow the format.")
     if spec.notes:
         w("")
         w("notes: >")
@@ -350,19 +365,10 @@ def _scalar(value: str) -> str:
     return json.dumps(text)
 
 
-def _description(cfg, fam, model_type, tied, spec) -> list:
-    parts = [f"{model_type} decoder imported from its Hugging Face configuration:"]
-    dims = {n: v for n, v, _ in spec.dims}
-    parts.append(f"{dims['L']} pre-norm layers of width {dims['d']},")
-    if fam.attention == "mla":
-        parts.append(f"multi-head latent attention ({dims['heads']} heads),")
-    else:
-        parts.append(f"grouped-query attention ({dims['n_q']} query / {dims['n_kv']} KV heads of {dims['d_h']}),")
-    if fam.ffn == "dense":
-        parts.append(f"SwiGLU FFN of {dims['f']},")
-    else:
-        parts.append(f"MoE of {dims['E']} experts of {dims['f_e']} (top-{dims['k']}),")
-    parts.append(f"{'tied' if tied else 'untied'} vocabulary of {dims['V']}.")
+def _description(model_type, tied, spec, L, d, V) -> list:
+    parts = [f"{model_type} decoder imported from its Hugging Face configuration:",
+             f"{L} layers of width {d},"] + spec.summary
+    parts.append(f"{'tied' if tied else 'untied'} vocabulary of {V}.")
     return _wrap(" ".join(parts))
 
 
@@ -386,12 +392,31 @@ def _with(items: list) -> list:
     return out
 
 
-def _gqa(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int):
+def _placement(cfg: Config, rule: dict, L: int, model_type: str) -> list:
+    """Layers i with i % period == offset (a hybrid family's placement fields)."""
+    period = cfg.int(rule["period"], family=model_type, maximum=MAX_LAYERS)
+    offset = cfg.int(rule["offset"], family=model_type, minimum=0, maximum=MAX_LAYERS)
+    if offset >= period:
+        raise cfg.error(rule["offset"], f"'{rule['offset']}' {offset} is not below '{rule['period']}' {period}",
+                        f"an offset from 0 to {period - 1}")
+    return [i for i in range(L) if i % period == offset]
+
+
+def _attention_dims(cfg, fam, model_type, spec, d, L, items):
+    """n_q, n_kv, d_h, rotary width, QK norms, biases, soft-cap and sinks; returns the window bindings."""
     n_q = cfg.int("num_attention_heads", family=model_type)
-    n_kv = cfg.int("num_key_value_heads", n_q)
-    spec.dim("n_q", n_q, "num_attention_heads")
-    spec.dim("n_kv", n_kv, "num_key_value_heads" if cfg.has("num_key_value_heads") else
-             "num_key_value_heads (absent: = num_attention_heads)")
+    kv_rule = fam.kv_heads if fam.kv_heads is not None else {"field": "num_key_value_heads", "default": n_q}
+    n_kv, kv_field = cfg.rule(kv_rule, n_q)
+    if kv_field is not None and cfg.get(kv_field) is not None:
+        n_kv = cfg.int(kv_field, family=model_type)
+    if n_kv > n_q or n_q % n_kv:
+        key = kv_field or "num_attention_heads"
+        raise cfg.error(key, f"{n_kv} key/value heads do not divide {n_q} attention heads "
+                        "(grouped-query attention shares each K/V head among an equal number of query heads)",
+                        f"a divisor of {n_q}")
+    spec.dim("n_q", n_q, cfg.name("num_attention_heads"))
+    spec.dim("n_kv", n_kv, cfg.name(kv_field) if kv_field and cfg.has(kv_field)
+             else f"{kv_field or 'model_type'} (absent: the family's rule gives {n_kv})")
     if cfg.has("head_dim"):
         d_h = cfg.int("head_dim")
         spec.dim("d_h", d_h, "head_dim")
@@ -399,33 +424,126 @@ def _gqa(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int)
         if d % n_q:
             raise cfg.error("num_attention_heads", f"hidden_size {d} is not divisible by {n_q} heads "
                             "and there is no head_dim", "a head_dim field")
-        spec.dim("d_h", d // n_q, "hidden_size / num_attention_heads (no head_dim field)")
-    sliding, window = _window_layers(cfg, fam, L, model_type)
-    if window is not None:
-        spec.dim("sliding_window", window, "sliding_window")
-
-    flags = []
-    if fam.qk_norm:
-        flags.append(("qk_norm", 1, "per-head RMSNorm on Q and K"))
-    if cfg.flag(fam.qkv_bias):
-        flags.append(("qkv_bias", 1, "biases on q/k/v" + (f" ({fam.qkv_bias})" if isinstance(fam.qkv_bias, str)
-                                                           else f" (always, in {model_type})")))
-    if cfg.flag(fam.o_bias):
-        flags.append(("o_bias", 1, f"bias on the output projection ({fam.o_bias})"))
+        d_h = d // n_q
+        spec.dim("d_h", d_h, "hidden_size / num_attention_heads (no head_dim field)")
+    items += [("n_q", "n_q", ""), ("n_kv", "n_kv", ""), ("d_h", "d_h", "")]
+    # partial rotary: HF rotates int(fraction · head_dim) features of each head
+    fraction, rot_field = cfg.rule(fam.rotary, 1)
+    if rot_field is not None:
+        fraction = cfg.number(rot_field, fraction)
+    if fraction is False or fraction == 0:
+        items.append(("rot", 0, "no rotary positions" + (f" ({rot_field})" if rot_field else "")))
+    elif int(fraction * d_h) != d_h:
+        spec.dim("rot", int(fraction * d_h), f"int({rot_field} × d_h): rotary features per head")
+        items.append(("rot", "rot", "partial rotary"))
+    qk = cfg.rule_flag(fam.qk_norm)
+    if qk:
+        items.append(("qk_norm", 1 if fam.qk_norm_width == "head" else 2,
+                      "QK norms over each head's d_h" if fam.qk_norm_width == "head"
+                      else "QK norms over the full Q and K widths"))
+        if fam.qk_norm_bias:
+            items.append(("qk_norm_bias", 1, "the QK norms are LayerNorms with bias"))
+    for key, rule, what in (("qkv_bias", fam.qkv_bias, "biases on q/k/v"), ("o_bias", fam.o_bias,
+                                                                             "bias on the output projection")):
+        if cfg.rule_flag(rule):
+            source = rule if isinstance(rule, str) else (rule.get("field") if isinstance(rule, dict)
+                                                         else f"always, in {model_type}")
+            items.append((key, 1, f"{what} ({source})"))
+    if fam.fused_qkv:
+        items.append(("fused_qkv", 1, "one fused QKV projection"))
+    if fam.attn_softcap and cfg.get(fam.attn_softcap) is not None:
+        items.append(("attn_softcap", 1, f"{fam.attn_softcap} = {cfg.get(fam.attn_softcap)}"))
     if fam.sinks:
-        flags.append(("sinks", 1, "one learned attention-sink logit per head"))
-    if window is not None:
-        if len(sliding) == L:
-            win = ("window", "sliding_window", "every layer attends within the window")
-        else:
-            source = "layer_types" if fam.window == "layer_types" else "layers from max_window_layers on"
-            spec.sets.append(("sliding_layers", _layer_set(sliding), f"sliding-window layers ({source})"))
-            win = ("window", '"if(layer in sliding_layers, sliding_window, oo)"', "oo: full causal attention")
-        entries = '"min(H, window)"'
-    else:
-        win, entries = None, "H"
+        items.append(("sinks", 1, "one learned attention-sink logit per head"))
+    sliding, window = _window_layers(cfg, fam, L, model_type)
+    if window is None:
+        return None
+    spec.dim("sliding_window", window, "sliding_window")
+    if len(sliding) == L:
+        return ("window", "sliding_window", "every layer attends within the window")
+    source = {"layer_types_or_period": "layer_types, or all but every window_period-th layer",
+              "layer_types": "layer_types"}.get(fam.window, "layers from max_window_layers on")
+    if not sliding:
+        return None
+    spec.sets.append(("sliding_layers", _layer_set(sliding), f"sliding-window layers ({source})"))
+    return ("window", '"if(layer in sliding_layers, sliding_window, oo)"', "oo: full causal attention")
 
-    kinds = ["dense"] * L
+
+def _ssm_dims(cfg, fam, model_type, spec, d, items):
+    s = fam.ssm
+    N = cfg.rule_int(s["state"], family=model_type)
+    d_conv = cfg.rule_int(s["conv"], family=model_type)
+    d_in, d_in_field = cfg.rule(s["d_in"], 0)
+    if d_in:
+        d_in = cfg.int(d_in_field, family=model_type)
+        d_in_src = d_in_field
+    else:
+        expand = cfg.rule_int(s["expand"], family=model_type)
+        d_in, d_in_src = expand * d, f"{s['expand']} × hidden_size"
+    dt_rank, dt_field = cfg.rule(s["dt_rank"])
+    if dt_rank == "auto":
+        dt_rank, dt_src = math.ceil(d / 16), f"{dt_field} auto: ceil(hidden_size / 16)"
+    else:
+        dt_rank, dt_src = cfg.int(dt_field, family=model_type), dt_field
+    spec.dim("d_in", d_in, d_in_src)
+    spec.dim("N", N, f"{s['state']} (SSM state per channel)")
+    spec.dim("d_conv", d_conv, f"{s['conv']} (causal conv kernel)")
+    spec.dim("dt_rank", dt_rank, dt_src)
+    items += [("d_in", "d_in", ""), ("N", "N", ""), ("d_conv", "d_conv", ""), ("dt_rank", "dt_rank", "")]
+    if not cfg.rule_flag(s["conv_bias"], True):
+        items.append(("conv_bias", 0, "no conv bias"))
+    if cfg.rule_flag(s["proj_bias"]):
+        items.append(("proj_bias", 1, "in_proj/out_proj biases"))
+    if s.get("inner_norms"):
+        items.append(("inner_norms", s["inner_norms"], "RMSNorms on Δ, B, C" +
+                      (" (with weights)" if s["inner_norms"] == 1 else " (without weights)")))
+    spec.summary.append(f"Mamba-1 mixers (d_in {d_in}, state {N}, conv {d_conv}, dt rank {dt_rank}),")
+
+
+def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int):
+    """Attention, Mamba and hybrid decoders: one hf_decoder_layer segment over 0..L-1
+    whose per-layer switches are layer sets."""
+    items = [("d", "d", "")]
+    state = []
+    attn_set = None
+    if fam.mixer == "hybrid":
+        attn = _placement(cfg, fam.attn_layers, L, model_type)
+        spec.sets.append(("attn_layers", _layer_set(attn) if attn else "none",
+                          f"attention layers ({fam.attn_layers['period']}, {fam.attn_layers['offset']})"))
+        attn_set = "layer in attn_layers"
+    has_attn = fam.mixer != "mamba"
+    has_mamba = fam.mixer != "attention"
+    window = None
+    if has_attn:
+        window = _attention_dims(cfg, fam, model_type, spec, d, L, items)
+        dims = {n: v for n, v, _ in spec.dims}
+        spec.summary.append(f"grouped-query attention ({dims['n_q']} query / {dims['n_kv']} KV heads "
+                            f"of {dims['d_h']}){' in the attention layers' if has_mamba else ''},")
+    if has_mamba:
+        _ssm_dims(cfg, fam, model_type, spec, d, items)
+        if attn_set:
+            items.append(("mixer", f'"{attn_set}"', "attention layers; the others are Mamba layers"))
+        else:
+            items.append(("mixer", 0, "every layer is a Mamba layer"))
+
+    # norms and residuals
+    if fam.norm == "layernorm":
+        items.append(("norm_bias", 1, "LayerNorms with bias"))
+    if fam.norm_layout == "post":
+        items.append(("pre_norm", 0, "norms after each sub-block only"))
+    if fam.norm_layout in ("pre_post", "post"):
+        items.append(("post_norm", 1, "a norm on each sub-block's output"))
+    if cfg.rule_flag(fam.parallel):
+        items.append(("parallel", 1, "attention and FFN read the same input"))
+        norms = cfg.rule_int(fam.parallel_norms, 1, family=model_type)
+        if norms not in (1, 2):
+            raise cfg.error("num_ln_in_parallel_attn", f"{norms} norms in a parallel block; the blocks have 1 or 2",
+                            "1 or 2")
+        if norms == 2:
+            items.append(("parallel_norms", 2, "the FFN has its own norm"))
+
+    # feed-forward
+    kinds = ["none"] * L if fam.ffn == "none" else ["dense"] * L
     if fam.ffn == "moe":
         E = cfg.int(fam.experts_field, family=model_type)
         k = cfg.int("num_experts_per_tok", cfg.get("experts_per_token"), family=model_type)
@@ -435,49 +553,80 @@ def _gqa(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int)
             raise cfg.error("num_experts_per_tok", f"num_experts_per_tok {k} exceeds the {E} experts", f"at most {E}")
         spec.dim("k", k, "num_experts_per_tok")
         spec.dim("f_e", f_e, fam.expert_width_field)
-        if fam.sparse_step or cfg.has("mlp_only_layers") or cfg.has("decoder_sparse_step"):
+        if fam.moe_layers is not None:
+            moe = set(_placement(cfg, fam.moe_layers, L, model_type))
+            kinds = ["moe" if i in moe else "dense" for i in range(L)]
+        elif fam.sparse_step or cfg.has("mlp_only_layers") or cfg.has("decoder_sparse_step"):
             only = cfg.get("mlp_only_layers", [])
-            step = cfg.int("decoder_sparse_step", 1)
-            if not isinstance(only, list) or any(not isinstance(i, int) or not 0 <= i < L for i in only):
+            step = cfg.int("decoder_sparse_step", 1, maximum=MAX_LAYERS)
+            if not isinstance(only, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < L
+                                                 for i in only):
                 raise cfg.error("mlp_only_layers", "mlp_only_layers must list layer indices", f"integers in 0..{L - 1}")
             kinds = ["dense" if (i in only or (i + 1) % step) else "moe" for i in range(L)]
         else:
             kinds = ["moe"] * L
+    if "dense" in kinds:
+        f = cfg.rule_int(fam.ffn_width, family=model_type)
+        source = fam.ffn_width if isinstance(fam.ffn_width, str) else fam.ffn_width.get("field")
+        if isinstance(fam.ffn_width, dict) and not cfg.has(source):
+            source = f"{source} (absent: {fam.ffn_width['default_times_hidden']} × hidden_size)"
+        spec.dim("f", f, source + (" (dense layers)" if "moe" in kinds else ""))
+        items.append(("f", "f", ""))
+        if fam.mlp == "plain":
+            items.append(("glu", 0, "plain MLP: up, activation, down"))
+        if cfg.rule_flag(fam.mlp_bias):
+            items.append(("mlp_bias", 1, "biases on the MLP matrices"))
+    if "moe" in kinds:
         if "dense" in kinds:
-            spec.dim("f", cfg.int("intermediate_size", family=model_type), "intermediate_size (dense layers)")
-    else:
-        spec.dim("f", cfg.int("intermediate_size", family=model_type), "intermediate_size")
-    mlp_bias = cfg.flag(fam.mlp_bias)
-
-    common = [("d", "d", ""), ("n_q", "n_q", ""), ("n_kv", "n_kv", ""), ("d_h", "d_h", "")]
-    lines = []
-    runs = _runs(kinds)
-    for kind, first, last in runs:
-        seg = "layers" if len(runs) == 1 else f"{kind}_layers" + (
-            f"_{first}" if sum(1 for r in runs if r[0] == kind) > 1 else "")
-        lines.append(f"  - name: {seg}")
-        lines.append(f"    layers: {first}..{'L-1' if last == L - 1 else last}")
-        items = list(common)
-        if kind == "dense":
-            lines.append("    block: hf_dense_layer")
-            items.append(("f", "f", ""))
-            if mlp_bias:
-                items.append(("mlp_bias", 1, "mlp_bias"))
+            moe_layers = [i for i, kd in enumerate(kinds) if kd == "moe"]
+            spec.sets.append(("moe_layers", _layer_set(moe_layers), "layers with a mixture-of-experts FFN"))
+            items.append(("E", '"if(layer in moe_layers, E, 0)"', "the other layers are dense"))
         else:
-            lines.append("    block: hf_moe_layer")
-            items += [("E", "E", ""), ("k", "k", ""), ("f_e", "f_e", "")]
-            if fam.router_bias:
-                items.append(("router_bias", 1, "the router linear has a bias"))
-            if fam.expert_bias:
-                items.append(("expert_bias", 1, "per-expert biases on gate/up and down"))
-        items += flags
-        if win:
-            items.append(win)
+            items.append(("E", "E", ""))
+        items += [("k", "k", ""), ("f_e", "f_e", "")]
+        if fam.shared_expert_field:
+            f_s = cfg.int(fam.shared_expert_field, 0, minimum=0)
+            spec.dim("f_s", f_s, fam.shared_expert_field)
+            if f_s:
+                items.append(("f_s", "f_s", "shared expert"))
+                if fam.shared_gate:
+                    items.append(("shared_gate", 1, "sigmoid gate d→1 on the shared expert"))
+        if fam.router_bias:
+            items.append(("router_bias", 1, "the router linear has a bias"))
+        if fam.expert_bias:
+            items.append(("expert_bias", 1, "per-expert biases on gate/up and down"))
+    dims = {n: v for n, v, _ in spec.dims}
+    if "moe" in kinds:
+        spec.summary.append(f"MoE of {dims['E']} experts of {dims['f_e']} (top-{dims['k']})"
+                            + (f" + shared expert {dims['f_s']}" if dims.get("f_s") else "") + ",")
+    if "dense" in kinds:
+        spec.summary.append(f"{'gated' if fam.mlp == 'glu' else 'plain'} FFN of {dims['f']}"
+                            + (" in the other layers," if "moe" in kinds else ","))
+    if window:
+        items.append(window)
+    if has_attn:
         items.append(("rect", "rect", "option attention"))
-        lines += _with(items)
-        lines += ["    state:", f"      - {{store: kv, entries: {entries}}}",
-                  "    reads:", f"      - {{store: kv, entries: {entries}}}"]
-    stores = [("kv", ["kv"], "K and V of every layer, n_kv heads of d_h, per cached token", "2*n_kv*d_h*ELT")]
+
+    lines = ["  - name: layers", "    layers: 0..L-1", "    block: hf_decoder_layer"]
+    lines += _with(items)
+    stores = []
+    entries = '"min(H, window)"' if window else "H"
+    when = f", when: {attn_set}" if attn_set else ""
+    if has_attn:
+        state.append(("state", f"{{store: kv, entries: {entries}{when}}}"))
+        stores.append(("kv", ["kv"], "K and V of an attention layer, n_kv heads of d_h, per cached token",
+                       "2*n_kv*d_h*ELT"))
+    if has_mamba:
+        mwhen = f", when: not ({attn_set})" if attn_set else ""
+        state.append(("state", f"{{store: conv_state, entries: 1{mwhen}}}"))
+        state.append(("state", f"{{store: ssm_state, entries: 1{mwhen}}}"))
+        stores.append(("conv_state", ["ssm"], "short-convolution buffer of a Mamba layer (d_conv − 1 inputs "
+                       "over d_in channels)", "(d_conv - 1)*d_in*ELT"))
+        stores.append(("ssm_state", ["ssm"], "SSM state of a Mamba layer, d_in × N", "d_in*N*ELT"))
+    lines.append("    state:")
+    lines += [f"      - {decl}" for kind, decl in state]
+    lines.append("    reads:")
+    lines += [f"      - {decl}" for kind, decl in state]
     return lines, stores, []
 
 
@@ -496,11 +645,13 @@ def _mla(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int)
     spec.dim("f", cfg.int("intermediate_size", family=model_type), "intermediate_size (dense layers)")
     E = cfg.int(fam.experts_field, family=model_type)
     spec.dim("E", E, fam.experts_field)
-    spec.dim("k", cfg.int("num_experts_per_tok", family=model_type), "num_experts_per_tok")
-    spec.dim("f_e", cfg.int(fam.expert_width_field, family=model_type), fam.expert_width_field)
+    k = cfg.int("num_experts_per_tok", family=model_type)
+    spec.dim("k", k, "num_experts_per_tok")
+    f_e = cfg.int(fam.expert_width_field, family=model_type)
+    spec.dim("f_e", f_e, fam.expert_width_field)
     n_shared = cfg.int("n_shared_experts", 0, minimum=0)
     spec.dim("n_shared", n_shared, "n_shared_experts")
-    first = cfg.int("first_k_dense_replace", 0, minimum=0)
+    first = cfg.int("first_k_dense_replace", 0, minimum=0, maximum=MAX_LAYERS)
     if first > L:
         raise cfg.error("first_k_dense_replace", f"first_k_dense_replace {first} exceeds num_hidden_layers {L}",
                         f"at most {L}")
@@ -515,6 +666,7 @@ def _mla(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int)
     if fam.router_bias:
         spec.notes.append("The router's E-entry score-correction bias (e_score_correction_bias) is counted as "
                           "parameters (transformers keeps it as a buffer).")
+    spec.summary.append(f"multi-head latent attention ({heads} heads), MoE of {E} experts of {f_e} (top-{k}),")
     attn = [("d", "d", ""), ("heads", "heads", ""), ("q_rank", "q_rank", ""), ("kv_rank", "kv_rank", ""),
             ("qk_nope", "qk_nope", ""), ("qk_rope", "qk_rope", ""), ("v", "v_head", "")]
     tail = [("rect", "rect", "option attention"), ("compressed", "mla_compressed", "option mla")]

@@ -11,21 +11,24 @@ from .cli_spec import SPEC
 
 
 @main.command("import-hf")
-@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.argument("config", type=click.Path(exists=True, dir_okay=True))
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the spec (e.g. specs/NAME.yaml); imports point at specs/lib.")
 @click.option("--name", default=None, help="Model name (default: _name_or_path or the config's folder).")
 def import_hf(config, output, name):
-    """Write a spec from a Hugging Face CONFIG (config.json).
+    """Write a spec from a Hugging Face CONFIG (a config.json, or a model folder
+    such as a local snapshot that holds one).
 
     Supported model types are those of specs/hf/families.yaml (an unknown one is
-    an error that lists them). Every config value becomes a named
-    dimension; the layers use the blocks of specs/lib/core.yaml,
-    specs/lib/hf_families.yaml and specs/lib/mla.yaml. An unknown model_type or a
-    field value the blocks cannot model is an error located in CONFIG (exit 2).
+    an error that lists them). Every config value becomes a named dimension; the
+    layers use the blocks of specs/lib/hf_families.yaml (with core.yaml, mla.yaml,
+    hf_ssm.yaml). A quantization_config (GPTQ, AWQ, bitsandbytes, FP8) becomes the
+    spec's default storage format. An unknown model_type or a field value the
+    blocks cannot model is an error located in CONFIG (exit 2).
 
     \b
     specc import-hf path/to/config.json -o specs/my_model.yaml --name My-Model-7B
+    specc import-hf ~/.cache/huggingface/hub/models--org--name/snapshots/abc123 -o specs/m.yaml
     specc eval specs/my_model.yaml 'params()'
     """
     from .compiler.build import compile_spec

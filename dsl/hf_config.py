@@ -1,0 +1,180 @@
+"""A Hugging Face `config.json`, read safely and able to say where each field is.
+
+The file is decoded as UTF-8 and parsed with `json` (never evaluated); nesting
+deeper than MAX_DEPTH is refused before parsing (json would recurse). Fields are
+read through the family's attribute map (`fields`, e.g. GPT-2's n_embd for
+hidden_size) and its class defaults (`defaults`, what transformers assumes when a
+config omits a field). Every problem is a SpecError located in config.json.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from .errors import Loc, SpecError
+
+MAX_DEPTH = 32          # config.json objects nest 2-3 levels; deeper is not a config
+MAX_LAYERS = 10_000     # more layers than any model has: a typo or a hostile file
+MAX_DIM = 1 << 24       # widths, heads, vocabularies, positions
+
+
+def _depth_error(text: str, path: str):
+    """The position where nesting first exceeds MAX_DEPTH (strings skipped), or None."""
+    depth, in_str, esc = 0, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, i) + 1
+                col = i - (text.rfind("\n", 0, i) + 1) + 1
+                return SpecError(f"config.json nests deeper than {MAX_DEPTH} levels", Loc(path, line, col),
+                                 expected="a flat Hugging Face config object")
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+class Config:
+    """A parsed config.json that can say where each key is."""
+
+    def __init__(self, path: str):
+        self.path = str(path)
+        self.aliases: dict = {}      # canonical field -> the family's config field
+        self.defaults: dict = {}     # config field -> value when omitted
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise SpecError(f"cannot read {path}: {exc.strerror}", None) from None
+        try:
+            self.text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            shown = raw.decode("utf-8", errors="replace")
+            line = raw.count(b"\n", 0, exc.start) + 1
+            col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+            raise SpecError(f"config.json is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                            Loc(self.path, line, col, shown), expected="a UTF-8 JSON file") from None
+        deep = _depth_error(self.text, self.path)
+        if deep:
+            raise deep
+        try:
+            self.data = json.loads(self.text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"not valid JSON: {exc.msg}", Loc(self.path, exc.lineno, exc.colno),
+                            expected="a Hugging Face config.json") from None
+        if not isinstance(self.data, dict):
+            raise SpecError("config.json must be a JSON object", Loc(self.path, 1, 1), expected="{...}")
+
+    # ------------------------------------------------------------ positions
+    def loc(self, *keys: str) -> Loc:
+        """Where `"key":` is (nested keys are searched after their parent)."""
+        offset = 0
+        for key in keys:
+            found = re.compile(r'"%s"\s*:' % re.escape(key)).search(self.text, offset)
+            if not found:
+                break
+            offset = found.start()
+        line = self.text.count("\n", 0, offset) + 1
+        col = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return Loc(self.path, line, col)
+
+    def error(self, key: str, message: str, expected: str | None = None, *parents: str):
+        key = self.name(key)
+        return SpecError(message, self.loc(*parents, key), span=len(key) + 2, expected=expected)
+
+    # ------------------------------------------------------------ values
+    def name(self, key: str) -> str:
+        """The config field a canonical name is read from (GPT-2: hidden_size → n_embd)."""
+        if key in self.data or key not in self.aliases:
+            return key
+        return self.aliases[key]
+
+    def has(self, key: str) -> bool:
+        return self.data.get(self.name(key)) is not None
+
+    def get(self, key: str, default=None):
+        key = self.name(key)
+        value = self.data.get(key)
+        if value is None:
+            value = self.defaults.get(key)
+        return default if value is None else value
+
+    def int(self, key: str, default=None, *, minimum: int = 1, maximum: int = MAX_DIM, family: str = "") -> int:
+        value = self.get(key)
+        if value is None:
+            if default is not None:
+                return default
+            raise SpecError(f"config has no '{self.name(key)}' (model_type {family} needs it)", Loc(self.path, 1, 1),
+                            expected=f'a "{self.name(key)}": <integer> field')
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            raise self.error(key, f"'{self.name(key)}' must be an integer >= {minimum} (at most {maximum}), "
+                             f"got {json.dumps(value)}", f"an integer >= {minimum}")
+        return value
+
+    def flag(self, key) -> bool:
+        if isinstance(key, bool):
+            return key
+        value = self.get(key)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise self.error(key, f"'{self.name(key)}' must be true or false, got {json.dumps(value)}",
+                             "true or false")
+        return value
+
+    def number(self, key: str, default):
+        value = self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise self.error(key, f"'{self.name(key)}' must be a fraction from 0 to 1, got {json.dumps(value)}",
+                             "a number from 0 to 1")
+        return value
+
+    # ------------------------------------------------------------ rules (see specs/hf/families.yaml)
+    def rule(self, rule, default=None):
+        """(value, field) of a family rule: a constant, a field name, {field, default,
+        default_times_hidden} or a list of {if: FLAG, value: RULE} cases."""
+        if rule is None:
+            return default, None
+        if isinstance(rule, bool) or isinstance(rule, (int, float)):
+            return rule, None
+        if isinstance(rule, str):
+            return self.get(rule, default), rule
+        if isinstance(rule, dict):
+            key = rule["field"]
+            if self.get(key) is not None:
+                return self.get(key), key
+            if "default_times_hidden" in rule:
+                return rule["default_times_hidden"] * self.int("hidden_size"), key
+            return rule.get("default", default), key
+        for case in rule:
+            if "if" not in case or self.flag(case["if"]):
+                return self.rule(case["value"], default)
+        return default, None
+
+    def rule_flag(self, rule, default=False) -> bool:
+        value, key = self.rule(rule, default)
+        if not isinstance(value, bool):
+            if key is None and isinstance(value, int) and value in (0, 1):
+                return bool(value)
+            raise self.error(key or "model_type", f"'{key}' must be true or false, got {json.dumps(value)}",
+                             "true or false")
+        return value
+
+    def rule_int(self, rule, default=None, *, minimum: int = 1, family: str = "") -> int:
+        value, key = self.rule(rule, default)
+        if key is not None and self.get(key) is not None:
+            return self.int(key, minimum=minimum, family=family)
+        if value is None:
+            raise SpecError(f"config has no '{key}' (model_type {family} needs it)", Loc(self.path, 1, 1),
+                            expected=f'a "{key}": <integer> field')
+        return value
