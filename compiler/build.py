@@ -177,7 +177,8 @@ class _Builder:
             start = ev(seg.start) if seg.start is not None else S
             env.update(start=start, cnt=self.env["n"] - start, m=B * (self.env["n"] - start))
             bound = self._bind(seg.block, seg.bindings, env, seg)
-            key = (start, tuple(sorted((k, v) for k, v in bound.items() if not isinstance(v, str))))
+            key = (start, tuple(sorted((k, v) for k, v in bound.items() if not isinstance(v, str))),
+                   self._layer_key(seg, env, bound, layer))
             if key not in groups:
                 groups[key] = (env, bound, [])
                 order.append(key)
@@ -208,6 +209,21 @@ class _Builder:
         last_group = key_of[layers[-1]]
         out = group_outputs[last_group]
         return out[0] if out else stream
+
+    def _layer_key(self, seg: Segment, env: dict, bound: dict, layer):
+        """What else, besides the bound parameters, makes a layer differ from another:
+        the segment's own state declarations (often written with `layer`, evaluated
+        here), and the layer index itself when the block's ops or state read `layer`
+        directly. Without it, layers that differ only there would share a group."""
+        if layer is None:
+            return None
+        ev = Evaluator({**env, **bound}, self.sets)
+        decls = []
+        for kind, decl in seg.state:
+            active = as_number(ev(decl.when)) if decl.when is not None else sp.Integer(1)
+            # like the build: a declaration switched off is not evaluated (floor(H/r) with r = 0)
+            decls.append((kind, active, ev(decl.entries) if active != 0 else None))
+        return tuple(decls), (layer if _reads_layer(seg.block, self.spec.blocks, set()) else None)
 
     def _bind(self, block: BlockDef, bindings: dict, env: dict, where) -> dict:
         bound = {}
@@ -380,3 +396,18 @@ def compile_spec(spec: Spec, overrides: dict | None = None, **choices) -> Model:
     if choices:
         raise SpecError(f"unknown option '{next(iter(choices))}'", None, expected=did_you_mean(next(iter(choices)), spec.options))
     return _Builder(spec, selected, overrides).build()
+
+
+def _reads_layer(block: BlockDef, blocks: dict, seen: set) -> bool:
+    """True when the block (or a block it calls) names `layer` in an op, a parameter
+    default or a state declaration, rather than receiving it through a parameter."""
+    if block.name in seen:
+        return False
+    seen.add(block.name)
+    nodes = [*block.ops, *(d for d in block.params.values() if d is not None)]
+    for decl in (*block.state, *block.reads, *block.writes):
+        nodes += [decl.entries] + ([decl.when] if decl.when is not None else [])
+    for node in nodes:
+        if any(isinstance(n, ast.Name) and n.id == "layer" for n in node.walk()):
+            return True
+    return any(_reads_layer(blocks[stmt.func], blocks, seen) for stmt in block.ops if stmt.func in blocks)

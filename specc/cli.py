@@ -94,6 +94,8 @@ def eval_(spec, queries, as_json, symbolic):
     specc eval specs/<model>.yaml 'params(group=dense_shared_ffn) / params()'
     specc eval specs/<model>.yaml 'state_bytes(H=8192)' 'b_max(device=rtx_4090, H=8192, workspace=2 GiB)'
     specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
+    specc eval qwen3_8b 'params()'          (a spec shipped with specc, by name, from any folder)
+    
     Combine queries with + - * / // floor ceil min max.
     """
     from .api import Model

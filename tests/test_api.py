@@ -278,3 +278,87 @@ def test_docs_document_only_the_listed_specs():
     found = sorted(f"specs/{p.name}" for p in SPECS.glob("*.yaml")) + ["specs/zz_my_own.yaml"]
     documented = docs._documented(REPO / "docs", found)
     assert "specs/qwen3_8b.yaml" in documented and "specs/zz_my_own.yaml" not in documented
+
+
+# ------------------------------------------------------------------ docs/writing-specs.md
+GUIDE = REPO / "docs" / "writing-specs.md"
+GUIDE_DATA = REPO / "tests" / "data" / "guide"
+
+
+def _guide() -> str:
+    return GUIDE.read_text(encoding="utf-8")
+
+
+def test_readme_links_the_guide():
+    assert "(docs/writing-specs.md)" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_guides_final_spec_is_the_tested_file_and_verifies():
+    text = _guide()
+    marker = "<!-- final spec: tests/data/guide/gemma2_2b.yaml -->\n```yaml\n"
+    start = text.index(marker) + len(marker)
+    shown = text[start:text.index("```", start)]
+    assert shown == (GUIDE_DATA / "gemma2_2b.yaml").read_text(encoding="utf-8")
+    results = specc.load(GUIDE_DATA / "gemma2_2b.yaml").verify()
+    assert len(results) >= 2 and all(r.verdict == "PASS" for r in results), results
+    assert specc.load(GUIDE_DATA / "gemma2_2b.yaml").params().value == 2614341888
+
+
+def _shell_blocks(text: str):
+    """(command, printed output) of every ```text block line that starts with '$ specc'."""
+    import shlex
+
+    for block in re.findall(r"```text\n(.*?)```", text, re.S):
+        lines = block.rstrip("\n").split("\n")
+        for i, line in enumerate(lines):
+            if line.startswith("$ specc "):
+                end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("$ ")), len(lines))
+                yield shlex.split(line[2:])[1:], "\n".join(lines[i + 1:end])
+
+
+def test_the_worked_examples_output_is_what_specc_prints(cli, monkeypatch):
+    text = _guide()
+    section = text[text.index("## 1."):text.index("## 2.")]
+    monkeypatch.chdir(REPO)
+    runs = list(_shell_blocks(section))
+    assert len(runs) >= 4
+    for args, shown in runs:
+        out = cli(*args)
+        assert "\n".join(l.rstrip() for l in out.output.rstrip().splitlines()) == shown, args
+
+
+def _normalized(text: str) -> str:
+    # where a lookup looked, and how many other names exist, depend on the machine and the release
+    text = re.sub(r"\(looked in [^)]*\)", "(looked in …)", text)
+    return re.sub(r"\(or \d+ more\)", "(or … more)", text)
+
+
+def test_the_troubleshooting_errors_are_what_specc_prints(cli, tmp_path, monkeypatch):
+    import yaml
+
+    text = _guide()
+    base = (GUIDE_DATA / "gemma2_2b.yaml").read_text(encoding="utf-8")
+    cases = yaml.safe_load((GUIDE_DATA / "errors.yaml").read_text(encoding="utf-8"))["cases"]
+    monkeypatch.chdir(tmp_path)
+    for case in cases:
+        spec = base
+        if "replace" in case:
+            old, new = case["replace"]
+            assert old == "ALL" or old in base, f"{case['id']}: the guide's spec no longer contains {old!r}"
+            spec = "" if old == "ALL" else base.replace(old, new, 1)
+        (tmp_path / "gemma2.yaml").write_text(spec, encoding="utf-8")
+        args = [case["run"][0], "gemma2.yaml", *case["run"][1:]]
+        out = cli(*args)
+        assert out.exit_code in (1, 2), (case["id"], out.output)
+        marker = f"<!-- case: {case['id']} -->"
+        assert marker in text, marker
+        shown = text[text.index(marker):]
+        shown = shown[shown.index("```text\n") + 8:]
+        shown = shown[:shown.index("```")].split("\n", 1)[1].rstrip("\n")       # after the $ line
+        printed = "\n".join(l.rstrip() for l in out.output.rstrip().splitlines())
+        assert _normalized(printed) == _normalized(shown), case["id"]
+
+
+def test_the_guides_first_try_is_off_by_what_it_says():
+    first, final = specc.load(GUIDE_DATA / "try1.yaml"), specc.load(GUIDE_DATA / "gemma2_2b.yaml")
+    assert first.params().value - final.params().value == 589717504 == 256000 * 2304 - 26 * 2 * 2304 + 26 * 2 * 256
