@@ -315,7 +315,7 @@ def test_claim_file_mistakes_are_located(write_spec, tmp_path, cli):
 # ------------------------------------------------------------------ query mistakes through `specc eval`
 QUERY_MISTAKES = {
     "flopz(P=1)": "unknown query 'flopz'",
-    "flops(P=1, Q=2)": "'Q='",
+    "flops(P=1, Q=2)": "unknown argument 'Q'",
     "flops(P=1, head=middle)": "no choice 'middle'",
     "flops(P=-1)": "non-negative",
     "flops(P=0)": "P must be at least 1",
