@@ -28,6 +28,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except SpecError as exc:
             _fail(exc)
+        except OSError as exc:   # e.g. -o into a missing folder or a read-only place
+            where = f" '{exc.filename}'" if exc.filename else ""
+            _fail(SpecError(f"cannot write or read{where}: {exc.strerror or exc}",
+                            expected="an existing, writable folder for -o (create it first)"))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,7 +74,14 @@ def verify(specs, claim_files, fmt, only):
     for path in specs:
         results.extend(verify_spec(_load(path), claim_files))
     if only:
+        every = results
         results = [r for r in results if only in r.claim.id]
+        if not results:
+            from .dsl.errors import did_you_mean
+
+            _fail(SpecError(f"--only '{only}' matches no claim id of {', '.join(specs)}",
+                            expected="text contained in a claim id: " + did_you_mean(
+                                only, sorted({r.claim.id for r in every}))))
     click.echo(FORMATS[fmt](results))
     bad = [r for r in results if r.verdict in ("FAIL", "XPASS", "ERROR")]
     sys.exit(1 if bad else 0)
