@@ -199,6 +199,20 @@ def _state_decls(node) -> list:
     return out
 
 
+# the block library shipped with specc: always importable
+SHIPPED_LIB = Path(__file__).resolve().parents[1] / "specs" / "lib"
+_TREE: list = []   # the folder of the spec being loaded (its own tree is importable)
+
+
+def allowed_import(path) -> bool:
+    """Whether a spec may read `path`: inside the loading spec's own folder tree or
+    the shipped library (a search path may add roots here). Nothing outside is
+    read, so no error message can echo a foreign file's content."""
+    path = Path(path).resolve()
+    roots = [SHIPPED_LIB, *_TREE[:1]]
+    return any(path == root or root in path.parents for root in roots)
+
+
 def _load_library(path: Path, blocks: dict, elementwise: set, seen: set):
     path = path.resolve()
     if path in seen:
@@ -212,10 +226,24 @@ def _load_library(path: Path, blocks: dict, elementwise: set, seen: set):
 def _collect_common(raw: Map, path: Path, blocks: dict, elementwise: set, seen: set):
     for imp in seq(raw.get("imports", Seq()), "imports") if "imports" in raw else []:
         target = (path.parent / str(text(imp, "import"))).resolve()
+        if not allowed_import(target):
+            raise SpecError(f"import '{imp}' leaves the allowed folders (the spec's own folder and the shipped "
+                            "library)", imp.loc, span=len(imp), expected="a library file inside the spec's folder tree")
         if not target.exists():
             raise SpecError(f"imported file '{imp}' not found (looked for {target})", imp.loc, span=len(imp),
                             expected="a path relative to the importing file")
-        _load_library(target, blocks, elementwise, seen)
+        if not target.is_file():
+            raise SpecError(f"import '{imp}' is not a file", imp.loc, span=len(imp), expected="a YAML library file")
+        if _TREE and target == _TREE[-1]:
+            raise SpecError(f"the spec imports itself ('{imp}')", imp.loc, span=len(imp),
+                            expected="library files (blocks, elementwise), not the spec")
+        try:
+            _load_library(target, blocks, elementwise, seen)
+        except SpecError as exc:
+            if exc.loc is None or exc.loc.file != str(target) or exc.loc.line != 1 or exc.loc.col != 1:
+                raise
+            # a file-level problem of the import (unreadable, not UTF-8, ...): say which line imported it
+            raise SpecError(f"{exc.message} (imported here)", imp.loc, span=len(imp), expected=exc.expected) from None
     for item in seq(raw.get("elementwise", Seq()), "elementwise") if "elementwise" in raw else []:
         elementwise.add(str(name(item, "elementwise op")))
     if "blocks" in raw:
@@ -252,8 +280,25 @@ def _check_top_types(raw: Map):
                             expected=f"{key}: {_SHAPE_TEXT[shape]}")
 
 
+def _claims_file(spec_path: Path, node) -> str:
+    """A claims_files entry, checked where the spec names it: inside the spec's tree, an existing file."""
+    entry = text(node, "claims file")
+    target = (spec_path.parent / str(entry)).resolve()
+    if not allowed_import(target):
+        raise SpecError(f"claims file '{entry}' is outside the spec's folder", entry.loc, span=len(entry),
+                        expected="a path inside the spec's folder tree")
+    if not target.is_file():
+        raise SpecError(f"claims file '{entry}' {'is a folder' if target.is_dir() else 'not found'} "
+                        f"(looked for {target})", entry.loc, span=len(entry),
+                        expected="a YAML file with a 'claims:' list, relative to the spec")
+    return str(entry)
+
+
 def load_spec(path: str | Path) -> Spec:
     path = Path(path)
+    _TREE[:] = [path.resolve().parent, path.resolve()]   # its folder (importable) and itself (not)
+    if path.is_dir():
+        raise SpecError(f"{path} is a folder, not a spec file", Loc(str(path), 1, 1, ""), expected="a .yaml spec file")
     raw = load_yaml_file(path)
     if raw is None:
         raise SpecError("spec file is empty", Loc(str(path), 1, 1), expected="a mapping with 'model:' and 'stack:'")
@@ -376,7 +421,7 @@ def load_spec(path: str | Path) -> Spec:
         op_stages = {str(k): str(text(v, "stage")) for k, v in (item.get("op_stages") or {}).items()}
         stack.append(Segment(str(seg_name), block, layers, bindings, start, stage, item.loc, seg_state, op_stages))
 
-    claims_files = [str(text(c, "claims file")) for c in seq(raw["claims_files"], "claims_files")] \
+    claims_files = [_claims_file(path, c) for c in seq(raw["claims_files"], "claims_files")] \
         if "claims_files" in raw else []
     spec = Spec(str(path), str(text(raw["model"], "model", raw.key_loc("model"))), opt_text(raw, "source", "the spec"), opt_text(raw, "description", "the spec"),
                 dims, parse_expr(text(raw["max_context"], "max_context", raw.key_loc("max_context"))) if "max_context" in raw else None,
