@@ -295,7 +295,7 @@ def test_claim_unit_mismatch(write_spec, tmp_path, cli):
     assert "expect: 5 GB" in result.message
 
     out = cli("verify", spec_path, "--claims", claims)
-    assert out.exit_code == 1
+    assert out.exit_code == 2
     assert "Traceback" not in out.output
     assert "ERROR" in out.output and "unit mismatch" in out.output
     assert f"{claims}:{line}:{col}:" in out.output
