@@ -87,10 +87,21 @@ class Config:
 
     def __init__(self, path: str):
         self.path = str(path)
+        from .limits import limit, limit_error
+        from .yamlload import decode_bytes
+
         try:
-            self.text = Path(path).read_text(encoding="utf-8")
+            data = Path(path).read_bytes()
         except OSError as exc:
-            raise SpecError(f"cannot read {path}: {exc.strerror}", None) from None
+            raise SpecError(f"cannot read {path}: {exc.strerror}", Loc(self.path, 1, 1, "")) from None
+        self.text = decode_bytes(data, self.path)   # size, encoding: located errors
+        depth = 0
+        for i, ch in enumerate(self.text):          # json.loads recurses per level
+            depth += ch in "[{"
+            depth -= ch in "]}"
+            if depth > limit("json_depth"):
+                raise limit_error("json_depth", Loc(self.path, self.text.count("\n", 0, i) + 1,
+                                                    i - self.text.rfind("\n", 0, i)))
         try:
             self.data = json.loads(self.text)
         except json.JSONDecodeError as exc:
@@ -129,8 +140,11 @@ class Config:
             raise SpecError(f"config has no '{key}' (model_type {family} needs it)", Loc(self.path, 1, 1),
                             expected=f'a "{key}": <integer> field')
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(key, f"'{key}' must be an integer >= {minimum}, got {json.dumps(value)}",
+            raise self.error(key, f"'{key}' must be an integer >= {minimum}, got {json.dumps(value)[:40]}",
                              f"an integer >= {minimum}")
+        if value >= 10 ** 15:   # an absurd size (the limits of dsl/limits.py would stop it later, less clearly)
+            raise self.error(key, f"'{key}' = {str(value)[:40]}{'...' if len(str(value)) > 40 else ''} "
+                             "is not a plausible size", "an integer below 10^15")
         return value
 
     def flag(self, key) -> bool:
@@ -389,6 +403,9 @@ def _with(items: list) -> list:
 def _gqa(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int):
     n_q = cfg.int("num_attention_heads", family=model_type)
     n_kv = cfg.int("num_key_value_heads", n_q)
+    if n_q % n_kv:
+        raise cfg.error("num_key_value_heads", f"num_key_value_heads = {n_kv} does not divide "
+                        f"num_attention_heads = {n_q}", "a divisor of num_attention_heads (grouped-query attention)")
     spec.dim("n_q", n_q, "num_attention_heads")
     spec.dim("n_kv", n_kv, "num_key_value_heads" if cfg.has("num_key_value_heads") else
              "num_key_value_heads (absent: = num_attention_heads)")
