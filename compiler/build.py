@@ -12,7 +12,9 @@ import sympy as sp
 from ..dsl import ast
 from ..dsl.errors import SpecError, did_you_mean
 from . import primitives as prim
+from ..dsl.limits import check_digits, limit, limit_error
 from .expressions import Evaluator, as_number, require_integer
+from .layerset import LayerIndices
 from .spec import BlockDef, Segment, Spec
 from .symbols import DERIVED, DTYPE_BYTES, SCENARIO, S, B, H
 
@@ -109,13 +111,31 @@ def _base_env(spec: Spec, overrides: dict | None = None):
         else:
             ev = Evaluator(env, what="dimension")
             value = tuple(ev(n) for n in node) if isinstance(node, tuple) else ev(node)
+            for item, item_node in (zip(value, node) if isinstance(node, tuple) else [(value, node)]):
+                _check_dimension(key, item, item_node)
         env[key] = dims[key] = value
     return env, dims
 
 
-def _layer_indices(expr, env, sets, where) -> list:
+def _check_dimension(key: str, value, node):
+    """A dimension is a concrete real number of bounded size: the scenario symbols
+    (B, S, P, G, H, ...) are per query, so `d: H` cannot mean anything."""
+    value = sp.sympify(value)
+    if not value.is_number:
+        names = sorted(str(x) for x in value.free_symbols)
+        raise SpecError(f"dimension '{key}' depends on {', '.join(names)}, which "
+                        f"{'is a scenario symbol' if len(names) == 1 else 'are scenario symbols'} set per query",
+                        node.loc, expected="a number or an expression of other dimensions")
+    if value.is_real is False or value.has(sp.zoo, sp.oo, sp.nan):
+        raise SpecError(f"dimension '{key}' is not a finite real number ({value})", node.loc,
+                        expected="a finite number")
+    check_digits(value, node.loc)
+
+
+def _layer_indices(expr, env, sets, where) -> LayerIndices:
+    """The layer set an expression names, as ranges (never one entry per layer)."""
     if isinstance(expr, str):
-        return sorted(sets[expr])
+        return sets[expr]
     ev = Evaluator(env, sets, what="dimension")
     out = []
     for item in expr.items:
@@ -125,12 +145,25 @@ def _layer_indices(expr, env, sets, where) -> list:
             step = require_integer(ev(item.step), item.step, "step") if item.step is not None else 1
             if step < 1 or last < first:
                 raise SpecError(f"empty layer range {first}..{last}", item.loc, expected="first <= last, step >= 1")
-            out.extend(range(first, last + 1, step))
+            if last >= limit("layers"):
+                raise limit_error("layers", item.loc, found=f"layer {last:,}")
+            out.append(range(first, last + 1, step))
         else:
-            out.append(require_integer(ev(item), item, "layer index"))
-    if len(set(out)) != len(out):
-        raise SpecError(f"layer set lists a layer twice in {where}", expr.loc)
-    return out
+            index = require_integer(ev(item), item, "layer index")
+            if index >= limit("layers"):
+                raise limit_error("layers", item.loc, found=f"layer {index:,}")
+            out.append(range(index, index + 1))
+    indices = LayerIndices(out)
+    twice = indices.first_overlap()
+    if twice is not None:
+        raise SpecError(f"layer set lists layer {twice} twice in {where}", expr.loc)
+    return indices
+
+
+def _mentions_layer(nodes) -> bool:
+    """Whether any expression reads `layer` (then each layer is evaluated on its own)."""
+    return any(isinstance(n, ast.Name) and n.id == "layer" for node in nodes if node is not None
+               for n in node.walk())
 
 
 class _Builder:
@@ -140,7 +173,7 @@ class _Builder:
         self.env, self.dims = _base_env(spec, overrides)
         self.sets = {}
         for key, expr in spec.sets.items():
-            self.sets[key] = frozenset(_layer_indices(expr, self.env, self.sets, f"set '{key}'"))
+            self.sets[key] = _layer_indices(expr, self.env, self.sets, f"set '{key}'")
         for opt_name, choice in choices.items():
             option = spec.options[opt_name]
             ev = Evaluator(self.env, self.sets, what="name")
@@ -152,6 +185,7 @@ class _Builder:
         self.writes: list = []
         self.node_ids: set = set()
         self.runs: list = []
+        self._calling: list = []   # blocks being instantiated (a block may not call itself)
 
     # ------------------------------------------------------------ segments
     def build(self) -> Model:
@@ -161,52 +195,74 @@ class _Builder:
         max_ctx = None
         if self.spec.max_context is not None:
             max_ctx = Evaluator(self.env, what="dimension")(self.spec.max_context)
+            if not (max_ctx.is_Integer and max_ctx > 0):
+                raise SpecError(f"max_context must be a positive integer, got {max_ctx}", self.spec.max_context.loc,
+                                expected="the longest context the model supports, e.g. 40960")
+        self._check_sizes()
         return Model(self.spec, self.choices, self.dims, self.sets, self.ops, self.states, self.reads,
                      None, max_ctx, self.runs, self.writes)
 
     def _segment(self, seg: Segment, stream):
         layers = _layer_indices(seg.layers, self.env, self.sets, f"segment '{seg.name}'") \
-            if seg.layers is not None else [None]
-        groups: dict = {}
-        order = []
-        for layer in layers:
-            env = dict(self.env)
-            if layer is not None:
-                env["layer"] = sp.Integer(layer)
-            ev = Evaluator(env, self.sets)
-            start = ev(seg.start) if seg.start is not None else S
-            env.update(start=start, cnt=self.env["n"] - start, m=B * (self.env["n"] - start))
-            bound = self._bind(seg.block, seg.bindings, env, seg)
-            key = (start, tuple(sorted((k, v) for k, v in bound.items() if not isinstance(v, str))),
-                   self._layer_key(seg, env, bound, layer))
-            if key not in groups:
-                groups[key] = (env, bound, [])
-                order.append(key)
-            groups[key][2].append(layer)
+            if seg.layers is not None else None
+        # a layer is evaluated on its own when its bindings, its stack entry's state lines
+        # or its block's own ops read `layer`; otherwise identical layers are one group
+        per_layer = layers is not None and (_mentions_layer(
+            [seg.start, *seg.bindings.values(),
+             *(d for p, d in seg.block.params.items() if p not in seg.bindings),
+             *(n for _, decl in seg.state for n in (decl.entries, decl.when))])
+            or _reads_layer(seg.block, self.spec.blocks, set()))
+        if layers is not None and not per_layer:
+            # identical layers: one group, evaluated once, whatever the layer count
+            order, groups = [None], {None: (self._layer_env(seg, layers[0]), None, layers)}
+            env = groups[None][0]
+            groups[None] = (env, self._bind(seg.block, seg.bindings, env, seg), layers)
+        else:
+            if layers is not None and len(layers) > limit("enumerated_layers"):
+                raise limit_error("enumerated_layers", seg.loc, found=f"{len(layers):,} layers")
+            groups, order = {}, []
+            for layer in (layers if layers is not None else [None]):
+                env = self._layer_env(seg, layer)
+                bound = self._bind(seg.block, seg.bindings, env, seg)
+                key = (env["start"], tuple(sorted((k, v) for k, v in bound.items() if not isinstance(v, str))),
+                       self._layer_key(seg, env, bound, layer))
+                if key not in groups:
+                    groups[key] = (env, bound, [])
+                    order.append(key)
+                groups[key][2].append(layer)
         group_outputs = {}
         for gi, key in enumerate(order):
             env, bound, members = groups[key]
-            layer_tuple = tuple(l for l in members if l is not None)
+            layer_tuple = members if isinstance(members, LayerIndices) else \
+                LayerIndices.of(l for l in members if l is not None)
             prefix = seg.name if len(order) == 1 else f"{seg.name}#{gi}"
             outputs = self._instantiate(seg.block, env, bound, prefix, seg, layer_tuple,
-                                                         len(members), stream, defaults={"stage": seg.stage},
-                                                         extra_state=seg.state)
+                                        len(members), stream, defaults={"stage": seg.stage},
+                                        extra_state=seg.state)
             group_outputs[gi] = outputs
+        if layers is None:
+            out = group_outputs[0]
+            return out[0] if out else stream
         # runs of consecutive layers that share a group, in layer order (for model-level views)
-        key_of = {}
-        for gi, key in enumerate(order):
-            for layer in groups[key][2]:
-                key_of[layer] = gi
-        run_start = None
-        for idx, layer in enumerate(layers):
-            gi = key_of[layer]
-            if run_start is None:
-                run_start = (gi, layer)
-            nxt = layers[idx + 1] if idx + 1 < len(layers) else None
-            if nxt is None or key_of[nxt] != gi:
-                self.runs.append((seg.name, run_start[0], run_start[1], layer))
-                run_start = None
-        last_group = key_of[layers[-1]]
+        if len(order) == 1:
+            self.runs.append((seg.name, 0, layers[0], layers[-1]))
+            last_group = 0
+        else:
+            key_of = {}
+            for gi, key in enumerate(order):
+                for layer in groups[key][2]:
+                    key_of[layer] = gi
+            listed = list(layers)
+            run_start = None
+            for idx, layer in enumerate(listed):
+                gi = key_of[layer]
+                if run_start is None:
+                    run_start = (gi, layer)
+                nxt = listed[idx + 1] if idx + 1 < len(listed) else None
+                if nxt is None or key_of[nxt] != gi:
+                    self.runs.append((seg.name, run_start[0], run_start[1], layer))
+                    run_start = None
+            last_group = key_of[listed[-1]]
         out = group_outputs[last_group]
         return out[0] if out else stream
 
@@ -224,6 +280,26 @@ class _Builder:
             # like the build: a declaration switched off is not evaluated (floor(H/r) with r = 0)
             decls.append((kind, active, ev(decl.entries) if active != 0 else None))
         return tuple(decls), (layer if _reads_layer(seg.block, self.spec.blocks, set()) else None)
+
+    def _check_sizes(self):
+        """Bytes per entry of every store and bytes per parameter of every format are
+        expressions of the dimensions: unknown names are reported at compile time,
+        not at the first query that happens to use them."""
+        env = {**self.env, "layer": sp.Integer(0)}
+        for store in self.spec.stores.values():
+            for fmt, node in store.bytes.items():
+                Evaluator(env, self.sets, what=f"name in the bytes of store '{store.name}'")(node)
+        for fmt in self.spec.formats.values():
+            for group, node in fmt.weights.items():
+                Evaluator(env, self.sets, what=f"name in format '{fmt.name}'")(node)
+
+    def _layer_env(self, seg: Segment, layer) -> dict:
+        env = dict(self.env)
+        if layer is not None:
+            env["layer"] = sp.Integer(layer)
+        start = Evaluator(env, self.sets)(seg.start) if seg.start is not None else S
+        env.update(start=start, cnt=self.env["n"] - start, m=B * (self.env["n"] - start))
+        return env
 
     def _bind(self, block: BlockDef, bindings: dict, env: dict, where) -> dict:
         bound = {}
@@ -351,6 +427,20 @@ class _Builder:
 
     def _block_call(self, stmt, kwargs, tensors, local, prefix, seg, layers, mult, defaults, overrides, active):
         block = self.spec.blocks[stmt.func]
+        if prefix.count(".") >= limit("block_nesting"):
+            raise limit_error("block_nesting", stmt.loc)
+        if self._calling.count(block.name):
+            raise SpecError(f"block '{block.name}' calls itself (through {' -> '.join(self._calling + [block.name])})",
+                            stmt.loc, span=len(stmt.text), expected="blocks that do not call themselves")
+        self._calling.append(block.name)
+        try:
+            self._block_call_inner(block, stmt, kwargs, tensors, local, prefix, seg, layers, mult, defaults,
+                                   overrides, active)
+        finally:
+            self._calling.pop()
+
+    def _block_call_inner(self, block, stmt, kwargs, tensors, local, prefix, seg, layers, mult, defaults,
+                          overrides, active):
         if active != 1:
             raise SpecError("a block call's when= must be decidable when the spec is compiled", stmt.loc,
                             expected="a condition on dimensions and layer parameters, not on S/P/B")

@@ -13,6 +13,7 @@ import sympy as sp
 
 from ..dsl import ast
 from ..dsl.errors import SpecError, did_you_mean
+from ..dsl.limits import limit, limit_error
 from . import patterns
 
 
@@ -92,11 +93,30 @@ _BINARY = {
 _COMPARE = {"==": sp.Eq, "!=": sp.Ne, "<": sp.Lt, "<=": sp.Le, ">": sp.Gt, ">=": sp.Ge}
 
 
+def checked_power(base, exponent, loc):
+    """a ** b within the limits: a bounded rational exponent, no division by zero,
+    a real result of bounded size."""
+    if not exponent.is_number or not exponent.is_rational:
+        raise SpecError(f"the exponent {exponent} must be an exact number", loc, expected="an integer or a fraction")
+    if abs(exponent) > limit("power_exponent"):
+        raise limit_error("power_exponent", loc, found=exponent)
+    if base == 0 and exponent < 0:
+        raise SpecError("division by zero: 0 raised to a negative power", loc)
+    if base.is_number and base.is_negative and not exponent.is_integer:
+        raise SpecError(f"({base}) ** ({exponent}) is not a real number", loc, expected="a real result")
+    if base.is_Rational and exponent != 0:
+        # size the result before computing it: digits(p/q ** e) ~ e * digits(max(p, q))
+        bits = max(abs(base.p).bit_length(), base.q.bit_length()) * abs(sp.Rational(exponent).p)
+        if bits > limit("exact_digits") * 3.33:
+            raise limit_error("exact_digits", loc)
+    return base ** exponent
+
+
 class Evaluator:
     """Evaluates expression ASTs in an environment of names.
 
     `env` maps names to sympy values (or tuples for per-layer lists); `sets`
-    maps layer-set names to frozensets of indices (for `layer in owners`)."""
+    maps layer-set names to LayerIndices (for `layer in owners`)."""
 
     def __init__(self, env: Mapping[str, object], sets: Mapping[str, frozenset] | None = None,
                  what: str = "name"):
@@ -187,6 +207,8 @@ class Evaluator:
             return as_number(sp.Or(truth(left), truth(right)))
         if node.op in ("/", "//", "%") and right == 0:
             raise SpecError("division by zero", node.loc)
+        if node.op == "**":
+            return checked_power(sp.sympify(left), sp.sympify(right), node.loc)
         return _BINARY[node.op](left, right)
 
     def _UnaryOp(self, node: ast.UnaryOp):

@@ -12,6 +12,8 @@ a query's cost does not depend on the context length."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import re
 from pathlib import Path
 
 import sympy as sp
@@ -22,7 +24,8 @@ from ..dsl.parser import parse_expr
 from ..dsl.units import BYTES, NONE, combine, dims_name, unit
 from .build import Model
 from .model_cache import compile_cached
-from .expressions import Evaluator
+from .expressions import Evaluator, checked_power
+from ..dsl.limits import check_digits
 from .q_capacity import CapacityQueries
 from .q_compute import ComputeQueries
 from .q_device import DeviceQueries
@@ -241,11 +244,16 @@ class _QueryEvaluator:
             value = left.value / right.value
             return Quantity(sp.floor(value) if node.op == "//" else value, combine(left.dims, right.dims, -1), ext)
         if node.op == "**" and right.dims == NONE and left.dims == NONE:
-            return Quantity(left.value ** right.value, NONE, ext)
+            return Quantity(checked_power(left.value, right.value, node.loc), NONE, ext)
         raise SpecError(f"operator '{node.op}' is not supported in queries", node.loc)
 
     def _call(self, node: ast.Call) -> Quantity:
         if node.func in ("floor", "ceil", "min", "max", "abs"):
+            arity = "1" if node.func in ("floor", "ceil", "abs") else "2 or more"
+            if node.kwargs or (len(node.args) != 1 if arity == "1" else len(node.args) < 2):
+                raise SpecError(f"{node.func}() takes {arity} positional argument{'s' if arity != '1' else ''}, "
+                                f"got {len(node.args) + len(node.kwargs)}", node.loc, span=len(node.func),
+                                expected=f"{node.func}(x)" if arity == "1" else f"{node.func}(a, b, ...)")
             args = [self.eval(a) for a in node.args]
             if not args or any(a.dims != args[0].dims for a in args):
                 raise SpecError(f"{node.func}() needs arguments with one unit", node.loc)
@@ -292,6 +300,9 @@ class _QueryEvaluator:
                             expected=str(QUERIES[node.func]))
         values, nodes, choices, overrides = {}, {}, {}, {}
         for kw in node.kwargs:
+            if kw.name in nodes:
+                raise SpecError(f"argument '{kw.name}=' is given twice", kw.loc, span=len(kw.name),
+                                expected="each argument once")
             nodes[kw.name] = kw.value
             if kw.name in spec.dims and kw.name not in _QUERY_ARGS:
                 # a what-if variant: the query runs on the model with this dimension changed
@@ -299,6 +310,7 @@ class _QueryEvaluator:
                 if value.dims != NONE or not value.value.is_Integer or value.value < 0:
                     raise SpecError(f"dimension override '{kw.name}=' takes a non-negative integer", kw.value.loc,
                                     expected=f"e.g. {kw.name}={engine.model({}).dims.get(kw.name)}")
+                check_digits(value.value, kw.value.loc)   # overrides obey the limits of spec values
                 overrides[kw.name] = value.value
             elif kw.name in spec.options:
                 if not isinstance(kw.value, ast.Name):
@@ -315,14 +327,50 @@ class _QueryEvaluator:
                 values[kw.name] = kw.value.id
             else:
                 values[kw.name] = self.eval(kw.value)
+                number = values[kw.name].value
+                if number.is_number and (number.is_negative or not number.is_real):
+                    raise SpecError(f"argument '{kw.name}=' takes a non-negative value, got {number}", kw.value.loc,
+                                    expected="a value >= 0")
                 if values[kw.name].dims == NONE and kw.name not in ("workspace",):
                     values[kw.name] = values[kw.name].value
         args = _Args(values, node.loc, engine, {"symbolic_ok": self.symbolic_ok}, nodes)
         model = engine.model(choices, overrides)
-        result = getattr(engine, "q_" + node.func)(model, args)
-        unused = set(values) - args.used - {"extrapolate"}
-        if unused:
-            key = sorted(unused)[0]
-            raise SpecError(f"{node.func}() does not take '{key}='", nodes[key].loc if key in nodes else node.loc,
-                            span=len(key), expected=str(QUERIES[node.func]))
+        try:
+            result = getattr(engine, "q_" + node.func)(model, args)
+        except SpecError as exc:
+            # an argument the query does not document explains a 'missing P' better: p= was meant as P=
+            _unknown_argument(node, values, args, nodes, documented_only=True)
+            raise _at_argument(exc, node) from None
+        _unknown_argument(node, values, args, nodes)
         return result
+
+
+def _documented_args(func: str) -> set:
+    """Argument names in a query's documentation line: 'flops(B=1, S=0, P, ...)' -> {B, S, P, ...}."""
+    head = str(QUERIES[func]).split(" — ")[0]
+    inside = head[head.find("(") + 1:head.rfind(")")]
+    return {m.group(1) for m in re.finditer(r"([A-Za-z_]\w*)\s*(?:=|,|$)", inside)}
+
+
+def _unknown_argument(node, values, args, nodes, documented_only: bool = False):
+    documented = _documented_args(node.func)
+    unused = set(values) - args.used - {"extrapolate"} - (documented if documented_only else set())
+    if unused:
+        key = sorted(unused)[0]
+        known = sorted(args.used | documented)
+        close = [k for k in known if k.lower() == key.lower()] or difflib.get_close_matches(key, known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        loc = next((kw.loc for kw in node.kwargs if kw.name == key), node.loc)
+        raise SpecError(f"unknown argument '{key}' for {node.func}(){hint}", loc, span=len(key),
+                        expected=str(QUERIES[node.func]))
+
+
+def _at_argument(exc: SpecError, node) -> SpecError:
+    """An error about an argument's value, raised at the call, is moved to that value."""
+    if exc.loc != node.loc:
+        return exc
+    for kw in node.kwargs:
+        if isinstance(kw.value, ast.Name) and f"'{kw.value.id}'" in exc.message:
+            return SpecError(exc.message, kw.value.loc, span=len(kw.value.id), expected=exc.expected)
+    return exc
+

@@ -44,6 +44,14 @@ def text(node, what: str, at=None) -> Text:
     return node
 
 
+def opt_text(node: Map, key: str, what: str, default: str = "") -> str:
+    """An optional scalar field: its text, `default` when absent, an error when it is a list or mapping."""
+    value = node.get(key)
+    if value is None:
+        return default
+    return str(text(value, f"'{key}:' of {what}"))
+
+
 def seq(node, what: str) -> Seq:
     if isinstance(node, Text):  # a single item is a list of one
         out = Seq([node])
@@ -176,7 +184,7 @@ def _parse_block(block_name: Text, node, file: str) -> BlockDef:
         inputs[key] = parse_expr(text(width, f"width of input '{key}'"))
     outputs = [str(name(o, "output")) for o in seq(node.get("outputs", Seq()), "outputs")] if "outputs" in node else []
     ops = [parse_stmt(text(op, "op statement")) for op in seq(node["ops"], "ops")]
-    return BlockDef(str(block_name), str(node.get("doc", "") or ""), params, inputs, outputs or [ops[-1].targets[0]],
+    return BlockDef(str(block_name), opt_text(node, "doc", f"block '{block_name}'"), params, inputs, outputs or [ops[-1].targets[0]],
                     ops, _state_decls(node.get("state")), _state_decls(node.get("reads")), block_name.loc, file,
                     _state_decls(node.get("writes")))
 
@@ -190,6 +198,24 @@ def _state_decls(node) -> list:
         when = parse_expr(text(item["when"], "when")) if item.get("when") is not None else None
         out.append(StateDecl(name(item["store"], "store"), parse_expr(text(item["entries"], "entries")), when, item.loc))
     return out
+
+
+# the block library shipped with specc: always importable
+SHIPPED_LIB = Path(__file__).resolve().parents[1] / "specs" / "lib"
+_TREE: list = []   # the folder of the spec being loaded (its own tree is importable)
+
+
+def allowed_import(path) -> bool:
+    """Whether a spec may read `path`: inside the loading spec's own folder tree or
+    the shipped library (a search path may add roots here). Nothing outside is
+    read, so no error message can echo a foreign file's content."""
+    from ..dsl.search_path import roots as search_roots, user_roots
+
+    path = Path(path).resolve()
+    # the library folders the search path looks in (a spec in specs/sub/ finds specs/lib/), never their parents
+    libs = [root / "lib" for root in search_roots(_TREE[-1])] if _TREE else []
+    roots = [SHIPPED_LIB, *_TREE[:1], *user_roots(), *libs]
+    return any(path == root or root in path.parents for root in roots)
 
 
 def _load_library(path: Path, blocks: dict, elementwise: set, seen: set):
@@ -206,7 +232,21 @@ def _collect_common(raw: Map, path: Path, blocks: dict, elementwise: set, seen: 
     for imp in seq(raw.get("imports", Seq()), "imports") if "imports" in raw else []:
         # the importing file's folder (and parents), --path/SPECC_PATH, then specc's shipped library
         target = relative_file(str(text(imp, "import")), path, imp.loc, "imported file")
-        _load_library(target, blocks, elementwise, seen)
+        if not allowed_import(target):
+            raise SpecError(f"import '{imp}' leaves the allowed folders (the spec's own folder and the shipped "
+                            "library)", imp.loc, span=len(imp), expected="a library file inside the spec's folder tree")
+        if not target.is_file():
+            raise SpecError(f"import '{imp}' is not a file", imp.loc, span=len(imp), expected="a YAML library file")
+        if _TREE and target == _TREE[-1]:
+            raise SpecError(f"the spec imports itself ('{imp}')", imp.loc, span=len(imp),
+                            expected="library files (blocks, elementwise), not the spec")
+        try:
+            _load_library(target, blocks, elementwise, seen)
+        except SpecError as exc:
+            if exc.loc is None or exc.loc.file != str(target) or exc.loc.line != 1 or exc.loc.col != 1:
+                raise
+            # a file-level problem of the import (unreadable, not UTF-8, ...): say which line imported it
+            raise SpecError(f"{exc.message} (imported here)", imp.loc, span=len(imp), expected=exc.expected) from None
     for item in seq(raw.get("elementwise", Seq()), "elementwise") if "elementwise" in raw else []:
         elementwise.add(str(name(item, "elementwise op")))
     if "blocks" in raw:
@@ -218,12 +258,55 @@ def _collect_common(raw: Map, path: Path, blocks: dict, elementwise: set, seen: 
             blocks[block_name] = _parse_block(key_text, body, str(path))
 
 
+# the shape each top-level key must have: "scalar", "mapping", "list" or "list-or-scalar"
+TOP_TYPES = {"model": "scalar", "source": "scalar", "description": "scalar", "max_context": "scalar",
+             "imports": "list-or-scalar", "dims": "mapping", "sets": "mapping", "options": "mapping",
+             "formats": "mapping", "stores": "mapping", "blocks": "mapping", "elementwise": "list-or-scalar",
+             "stack": "list", "claims": "list", "claims_files": "list-or-scalar", "training": "mapping"}
+_SHAPE = {"scalar": (Text,), "mapping": (Map,), "list": (Seq,), "list-or-scalar": (Seq, Text)}
+_SHAPE_TEXT = {"scalar": "a single value (a string or number)", "mapping": "a mapping of names to values",
+               "list": "a list", "list-or-scalar": "a list (or a single item)"}
+
+
+def _check_top_types(raw: Map):
+    """Every top-level key has one shape; `notes:` is free-form."""
+    for key, shape in TOP_TYPES.items():
+        if key not in raw:
+            continue
+        value = raw[key]
+        if value is None and key not in ("model", "dims", "stack"):
+            continue
+        if not isinstance(value, _SHAPE[shape]):
+            got = "empty" if value is None else {Map: "a mapping", Seq: "a list", Text: "a single value"}[type(value)]
+            raise SpecError(f"'{key}:' must be {_SHAPE_TEXT[shape]}, got {got}", getattr(value, "loc", None)
+                            or raw.key_loc(key), span=len(key) if value is None else 1,
+                            expected=f"{key}: {_SHAPE_TEXT[shape]}")
+
+
+def _claims_file(spec_path: Path, node) -> str:
+    """A claims_files entry, checked where the spec names it: inside the spec's tree, an existing file."""
+    entry = text(node, "claims file")
+    target = (spec_path.parent / str(entry)).resolve()
+    if not allowed_import(target):
+        raise SpecError(f"claims file '{entry}' is outside the spec's folder", entry.loc, span=len(entry),
+                        expected="a path inside the spec's folder tree")
+    if not target.is_file():
+        raise SpecError(f"claims file '{entry}' {'is a folder' if target.is_dir() else 'not found'} "
+                        f"(looked for {target})", entry.loc, span=len(entry),
+                        expected="a YAML file with a 'claims:' list, relative to the spec")
+    return str(entry)
+
+
 def load_spec(path: str | Path) -> Spec:
     path = Path(path)
+    _TREE[:] = [path.resolve().parent, path.resolve()]   # its folder (importable) and itself (not)
+    if path.is_dir():
+        raise SpecError(f"{path} is a folder, not a spec file", Loc(str(path), 1, 1, ""), expected="a .yaml spec file")
     raw = load_yaml_file(path)
     if raw is None:
         raise SpecError("spec file is empty", Loc(str(path), 1, 1), expected="a mapping with 'model:' and 'stack:'")
     raw = check_keys(raw, TOP_KEYS, {"model", "dims", "stack"}, "spec")
+    _check_top_types(raw)
     blocks: dict = {}
     elementwise: set = set()
     loaded = {path.resolve()}
@@ -244,7 +327,7 @@ def load_spec(path: str | Path) -> Spec:
         sets[key] = parse_layer_set(text(value, f"layer set '{key}'"))
 
     options = {}
-    for key, value in (raw["options"].items() if isinstance(raw.get("options"), Map) else []):
+    for key, value in (raw.get("options") or {}).items():
         value = check_keys(value, {"default", "choices", "doc"}, {"default", "choices"}, f"option '{key}'")
         choices = {}
         for choice, binds in check_keys(value["choices"], set(value["choices"]), set(), "choices").items():
@@ -255,20 +338,29 @@ def load_spec(path: str | Path) -> Spec:
         if default not in choices:
             raise SpecError(f"default '{default}' is not one of the choices of option '{key}'", default.loc,
                             expected=did_you_mean(default, choices))
-        options[key] = OptionDef(key, str(default), choices, str(value.get("doc") or ""), value.loc)
+        options[key] = OptionDef(key, str(default), choices, opt_text(value, "doc", f"option '{key}'"), value.loc)
 
     formats = {}
-    for key, value in (raw["formats"].items() if isinstance(raw.get("formats"), Map) else []):
+    for key, value in (raw.get("formats") or {}).items():
+        if value is not None and not isinstance(value, Map):
+            raise SpecError(f"format '{key}' must be a mapping", value.loc,
+                            expected="{default: true, weights: {default: 2}}")
         value = check_keys(value or Map(), {"default", "weights", "doc"}, set(), f"format '{key}'")
         if value.get("weights") is not None:
-            check_keys(value["weights"], set(value["weights"]) if isinstance(value["weights"], Map) else set(),
-                       set(), f"weights of format '{key}'")
+            if not isinstance(value["weights"], Map):
+                raise SpecError(f"'weights:' of format '{key}' must be a mapping of parameter groups to bytes per "
+                                "parameter", value["weights"].loc, expected="weights: {default: 2}")
+            check_keys(value["weights"], set(value["weights"]), set(), f"weights of format '{key}'")
         weights = {g: parse_expr(text(v, g, value["weights"].key_loc(g))) for g, v in (value.get("weights") or {}).items()}
-        formats[key] = FormatDef(key, weights, str(value.get("default", "false")).lower() == "true",
-                                 str(value.get("doc") or ""), raw["formats"].key_loc(key))
+        is_default = opt_text(value, "default", f"format '{key}'", "false").lower()
+        if is_default not in ("true", "false"):
+            raise SpecError(f"'default:' of format '{key}' must be true or false", value["default"].loc,
+                            span=len(is_default), expected="true or false")
+        formats[key] = FormatDef(key, weights, is_default == "true",
+                                 opt_text(value, "doc", f"format '{key}'"), raw["formats"].key_loc(key))
 
     stores = {}
-    for key, value in (raw["stores"].items() if isinstance(raw.get("stores"), Map) else []):
+    for key, value in (raw.get("stores") or {}).items():
         value = check_keys(value, {"tags", "bytes", "doc"}, {"bytes"}, f"store '{key}'")
         byte_map = value["bytes"]
         if byte_map is None:
@@ -282,14 +374,17 @@ def load_spec(path: str | Path) -> Spec:
                 if fmt_name != "default" and fmt_name not in formats:
                     raise SpecError(f"store '{key}' gives bytes for unknown format '{fmt_name}'",
                                     byte_map.key_loc(fmt_name), expected=did_you_mean(fmt_name, formats))
-        tags = tuple(str(t) for t in seq(value["tags"], "tags")) if "tags" in value else ()
-        stores[key] = StoreDef(key, tags, per_format, str(value.get("doc") or ""), raw["stores"].key_loc(key))
+        tags = tuple(str(name(t, "tag")) for t in seq(value["tags"], "tags")) if value.get("tags") is not None else ()
+        stores[key] = StoreDef(key, tags, per_format, opt_text(value, "doc", f"store '{key}'"), raw["stores"].key_loc(key))
 
     stack = []
     for item in seq(raw["stack"], "stack"):
         item = check_keys(item, {"name", "layers", "block", "ops", "inputs", "outputs", "with", "start", "stage",
                                  "doc", "state", "reads", "writes", "op_stages"}, {"name"}, "stack entry")
         seg_name = name(item["name"], "segment name")
+        if any(seg.name == seg_name for seg in stack):
+            raise SpecError(f"stack entry name '{seg_name}' is used twice", seg_name.loc, span=len(seg_name),
+                            expected="a distinct name per stack entry (queries select by it)")
         if "block" in item and "ops" in item:
             raise SpecError(f"segment '{seg_name}' has both 'block' and 'ops'", item.loc, expected="one of them")
         if "block" in item:
@@ -318,16 +413,20 @@ def load_spec(path: str | Path) -> Spec:
                                 span=len(key), expected=did_you_mean(key, block.params))
             bindings[key] = parse_expr(text(value, key))
         start = parse_expr(text(item["start"], "start")) if "start" in item else None
-        stage = str(item.get("stage") or seg_name)
+        stage = opt_text(item, "stage", f"stack entry '{seg_name}'", str(seg_name))
+        opt_text(item, "doc", f"stack entry '{seg_name}'")
+        if item.get("op_stages") is not None and not isinstance(item["op_stages"], Map):
+            raise SpecError(f"'op_stages:' of stack entry '{seg_name}' must be a mapping", item["op_stages"].loc,
+                            expected="op_stages: {target: stage}")
         seg_state = [("state", d) for d in _state_decls(item.get("state"))] + \
                     [("reads", d) for d in _state_decls(item.get("reads"))] + \
                     [("writes", d) for d in _state_decls(item.get("writes"))]
         op_stages = {str(k): str(text(v, "stage")) for k, v in (item.get("op_stages") or {}).items()}
         stack.append(Segment(str(seg_name), block, layers, bindings, start, stage, item.loc, seg_state, op_stages))
 
-    claims_files = [str(text(c, "claims file")) for c in seq(raw["claims_files"], "claims_files")] \
+    claims_files = [_claims_file(path, c) for c in seq(raw["claims_files"], "claims_files")] \
         if "claims_files" in raw else []
-    spec = Spec(str(path), str(text(raw["model"], "model", raw.key_loc("model"))), str(raw.get("source") or ""), str(raw.get("description") or ""),
+    spec = Spec(str(path), str(text(raw["model"], "model", raw.key_loc("model"))), opt_text(raw, "source", "the spec"), opt_text(raw, "description", "the spec"),
                 dims, parse_expr(text(raw["max_context"], "max_context", raw.key_loc("max_context"))) if "max_context" in raw else None,
                 sets, options, formats, stores, blocks, elementwise, stack,
                 list(seq(raw["claims"], "claims")) if "claims" in raw else [], claims_files, raw,

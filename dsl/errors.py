@@ -29,10 +29,12 @@ class Loc(NamedTuple):
         else:
             try:
                 lines = Path(self.file).read_text(encoding="utf-8").splitlines()
-            except OSError:
+            except (OSError, UnicodeDecodeError):
                 return None
         if 1 <= self.line <= len(lines):
-            return lines[self.line - 1]
+            line = lines[self.line - 1]
+            # a caret under a column past 200 is still shown; the line is cut around it
+            return line if len(line) <= 240 else line[:240] + " ..."
         return None
 
 

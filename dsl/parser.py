@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import lru_cache
+import re
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
@@ -15,6 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from . import ast
 from .errors import Loc, SpecError
+from .limits import limit, limit_error
 from .parse_cache import ParseCache, anonymous_loc, relocate
 
 _GRAMMAR = Path(__file__).with_name("specc.lark")
@@ -241,8 +243,43 @@ def _parse_cached(text, start: str, origin=None):
     return relocate(tree, src.loc)
 
 
+_NUMBER = re.compile(r"(?<![A-Za-z_])\d[\d_,]*(\.[\d_]*)?([eE][+-]?\d+)?")
+_OPERATOR = re.compile(r"\*\*|//|[-+*/%^<>=!]=?|\b(?:and|or|not|in)\b|,")
+
+
+def check_size(text: str, src) -> None:
+    """Bound a text before the (recursive) parser and evaluator see it: length,
+    bracket depth, operator count and the size of every number literal."""
+    if len(text) > limit("text_chars"):
+        raise limit_error("text_chars", src.loc(1, 1), found=f"{len(text):,} characters")
+    depth, line, col = 0, 1, 0
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        elif ch in "([":
+            depth += 1
+            if depth > limit("expression_depth"):
+                raise limit_error("expression_depth", src.loc(line, col))
+        elif ch in ")]":
+            depth -= 1
+    operators = sum(1 for _ in _OPERATOR.finditer(text))
+    if operators > limit("expression_terms"):
+        raise limit_error("expression_terms", src.loc(1, 1), found=f"{operators:,}")
+    for match in _NUMBER.finditer(text):
+        digits = sum(c.isdigit() for c in match.group().lower().partition("e")[0])
+        exponent = match.group(2)
+        before = text[:match.start()]
+        where = src.loc(before.count("\n") + 1, match.start() - (before.rfind("\n") + 1) + 1)
+        if digits > limit("number_digits"):
+            raise limit_error("number_digits", where, found=f"{digits} digits", span=len(match.group()))
+        if exponent and abs(int(exponent[1:])) > limit("number_exponent"):
+            raise limit_error("number_exponent", where, found=exponent, span=len(match.group()))
+
+
 def _parse(text, start: str, origin=None, anonymous: bool = False):
     src = _Source(str(text), text if hasattr(text, "loc_at") else (origin or "<input>"))
+    check_size(str(text), src)
     try:
         tree = _parser().parse(str(text), start=start)
         if anonymous:
@@ -264,6 +301,8 @@ def _parse(text, start: str, origin=None, anonymous: bool = False):
                         expected=_describe_expected(exc) or _WHAT[start]) from None
     except VisitError as exc:  # pragma: no cover - a transformer bug, not a user error
         raise exc.orig_exc from None
+    except RecursionError:  # pragma: no cover - check_size bounds the depth first
+        raise limit_error("expression_depth", src.loc(1, 1)) from None
 
 
 def parse_expr(text, origin=None) -> ast.Node:

@@ -8,12 +8,14 @@ every scalar is later parsed by specc's own grammars."""
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import yaml
 
 from . import disk_cache
 from .errors import Loc, SpecError
+from .limits import limit, limit_error
 
 
 class Text(str):
@@ -52,14 +54,36 @@ def _loc(mark, path: str, source_text: str | None) -> Loc:
     return Loc(path, mark.line + 1, mark.column + 1, source_text)
 
 
-def _convert(node, path: str, source_text: str | None):
+class _Budget:
+    """Counts converted nodes and alias re-uses, so an alias bomb (a few lines
+    that expand to billions of nodes) stops at a named limit."""
+
+    def __init__(self):
+        self.nodes = 0
+        self.seen: set = set()
+        self.aliases = 0
+
+
+def _convert(node, path: str, source_text: str | None, budget: _Budget | None = None, depth: int = 0):
     loc = _loc(node.start_mark, path, source_text)
+    budget = budget or _Budget()
+    budget.nodes += 1
+    if budget.nodes > limit("yaml_nodes"):
+        raise limit_error("yaml_nodes", loc)
+    if depth > limit("yaml_depth"):
+        raise limit_error("yaml_depth", loc)
+    if not isinstance(node, yaml.ScalarNode):
+        if id(node) in budget.seen:   # the same composed node again: an alias
+            budget.aliases += 1
+            if budget.aliases > limit("yaml_alias_expansions"):
+                raise limit_error("yaml_alias_expansions", loc)
+        budget.seen.add(id(node))
     if isinstance(node, yaml.ScalarNode):
         if node.tag == "tag:yaml.org,2002:null" or (node.style is None and node.value in ("", "~", "null")):
             return None
         return Text(node.value, loc, quoted=node.style in ("'", '"'))
     if isinstance(node, yaml.SequenceNode):
-        out = Seq(_convert(item, path, source_text) for item in node.value)
+        out = Seq(_convert(item, path, source_text, budget, depth + 1) for item in node.value)
         out.loc = loc
         return out
     if isinstance(node, yaml.MappingNode):
@@ -73,7 +97,7 @@ def _convert(node, path: str, source_text: str | None):
             if key in out:
                 raise SpecError(f"duplicate key '{key}'", _loc(key_node.start_mark, path, source_text),
                                 span=len(key), expected="each key once per mapping")
-            out[key] = _convert(value_node, path, source_text)
+            out[key] = _convert(value_node, path, source_text, budget, depth + 1)
             out.key_locs[key] = _loc(key_node.start_mark, path, source_text)
         return out
     raise SpecError(f"unsupported YAML node {node.tag}", loc)  # pragma: no cover
@@ -86,7 +110,9 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def load_yaml_text(text: str, path: str, *, is_file: bool = True):
     """Parse YAML text into Text/Map/Seq nodes; YAML syntax errors become SpecErrors."""
     source_text = None if is_file else text
+    _check_text(text, path, source_text)
     try:
+        _check_depth(text, path, source_text)
         node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -94,9 +120,79 @@ def load_yaml_text(text: str, path: str, *, is_file: bool = True):
         problem = exc.problem or exc.context or "invalid YAML"
         raise SpecError(f"YAML syntax error: {problem}", loc,
                         expected="well-formed YAML (check indentation, colons and quotes)") from None
+    except yaml.YAMLError as exc:   # e.g. a reader error on a control character
+        raise SpecError(f"YAML error: {str(exc).splitlines()[0]}", Loc(path, 1, 1, source_text),
+                        expected="UTF-8 YAML text") from None
+    except RecursionError:
+        raise limit_error("yaml_depth", Loc(path, 1, 1, source_text)) from None
     if node is None:
         return None
-    return _convert(node, path, source_text)
+    try:
+        return _convert(node, path, source_text)
+    except RecursionError:  # pragma: no cover - yaml_depth stops it first
+        raise limit_error("yaml_depth", Loc(path, 1, 1, source_text)) from None
+
+
+_OPEN = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken, yaml.FlowMappingStartToken,
+         yaml.FlowSequenceStartToken)
+_CLOSE = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+
+
+def _check_depth(text: str, path: str, source_text):
+    """Nesting depth from the token stream (flat, so it cannot overflow): libyaml's
+    composer recurses per level and crashes the process on very deep input."""
+    depth = 0
+    for token in yaml.scan(text, Loader=_LOADER):
+        if isinstance(token, _OPEN):
+            depth += 1
+            if depth > limit("yaml_depth"):
+                raise limit_error("yaml_depth", _loc(token.start_mark, path, source_text))
+        elif isinstance(token, _CLOSE):
+            depth -= 1
+
+
+def _offset_loc(text: str, offset: int, path: str, source_text) -> Loc:
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return Loc(path, line, col, source_text)
+
+
+def _check_text(text: str, path: str, source_text):
+    """Characters YAML would reject with a traceback-shaped message: NUL and other
+    control characters, located at their line and column."""
+    match = _CONTROL.search(text)
+    if match:
+        raise SpecError(f"control character U+{ord(match.group()):04X} in the text",
+                        _offset_loc(text, match.start(), path, source_text),
+                        expected="UTF-8 text without NUL or control characters (is this a binary file?)")
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
+
+
+def decode_bytes(data: bytes, path: str) -> str:
+    """UTF-8 text of a file, or a located error saying what the bytes look like."""
+    if len(data) > limit("file_bytes"):
+        raise limit_error("file_bytes", Loc(path, 1, 1), found=f"{len(data):,} bytes")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (data[:1] != b"\0" and data[1:2] == b"\0"):
+        raise SpecError("the file is UTF-16 (or another wide encoding)", Loc(path, 1, 1, ""),
+                        expected="UTF-8 text (re-save the file as UTF-8)")
+    if b"\0" in data:
+        at = data.index(b"\0")
+        good = data[:at].decode("utf-8", errors="replace")
+        loc = _offset_loc(good, len(good), path, "")
+        raise SpecError(f"the file contains a NUL byte (offset {at}): it looks binary", loc,
+                        expected="a UTF-8 text file")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        good = data[:exc.start].decode("utf-8", errors="replace")
+        loc = _offset_loc(good, len(good), path, None)
+        raise SpecError(f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                        Loc(path, loc.line, loc.col, ""),
+                        expected="UTF-8 text (Latin-1 or binary files are not accepted; re-save as UTF-8)") from None
 
 
 # loaded files by (path, size, mtime): every spec imports the same libraries
@@ -112,9 +208,12 @@ def load_yaml_file(path: str | Path):
         key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
         if key in _FILES:
             return _FILES[key]
-        text = path.read_text(encoding="utf-8")
+        if stat.st_size > limit("file_bytes"):
+            raise limit_error("file_bytes", Loc(str(path), 1, 1), found=f"{stat.st_size:,} bytes")
+        data = path.read_bytes()
     except OSError as exc:
-        raise SpecError(f"cannot read {path}: {exc.strerror}") from None
+        raise SpecError(f"cannot read {path}: {exc.strerror}", Loc(str(path), 1, 1, "")) from None
+    text = decode_bytes(data, str(path))
     _FILES[key] = _load_cached(text, str(path))
     return _FILES[key]
 

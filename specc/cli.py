@@ -28,6 +28,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except SpecError as exc:
             _fail(exc)
+        except OSError as exc:   # e.g. -o into a missing folder or a read-only place
+            where = f" '{exc.filename}'" if exc.filename else ""
+            _fail(SpecError(f"cannot write or read{where}: {exc.strerror or exc}",
+                            expected="an existing, writable folder for -o (create it first)"))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,8 +60,8 @@ def verify(specs, claim_files, fmt, only):
 
     Each claim is a number a source document prints, with the query that
     recomputes it; the printed digits set the tolerance. Exit status: 0 when every
-    claim is PASS or XFAIL, 1 when any is FAIL, XPASS or ERROR, 2 on a spec or
-    usage error.
+    claim is PASS or XFAIL, 1 when any is FAIL or XPASS, 2 on a spec or usage
+    error or a claim that cannot be evaluated (ERROR).
 
     \b
     specc verify specs/<model>.yaml specs/<other>.yaml
@@ -71,9 +75,19 @@ def verify(specs, claim_files, fmt, only):
     for path in specs:
         results.extend(verify_spec(_load(path), claim_files))
     if only:
+        every = results
         results = [r for r in results if only in r.claim.id]
+        if not results:
+            from .dsl.errors import did_you_mean
+
+            _fail(SpecError(f"--only '{only}' matches no claim id of {', '.join(specs)}",
+                            expected="text contained in a claim id: " + did_you_mean(
+                                only, sorted({r.claim.id for r in every}))))
     click.echo(FORMATS[fmt](results))
-    bad = [r for r in results if r.verdict in ("FAIL", "XPASS", "ERROR")]
+    # an ERROR is a mistake in a claim (its query or its units): a usage error, like a spec error
+    if any(r.verdict == "ERROR" for r in results):
+        sys.exit(2)
+    bad = [r for r in results if r.verdict in ("FAIL", "XPASS")]
     sys.exit(1 if bad else 0)
 
 
@@ -95,7 +109,7 @@ def eval_(spec, queries, as_json, symbolic):
     specc eval specs/<model>.yaml 'state_bytes(H=8192)' 'b_max(device=rtx_4090, H=8192, workspace=2 GiB)'
     specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
     specc eval qwen3_8b 'params()'          (a spec shipped with specc, by name, from any folder)
-    
+    \b
     Combine queries with + - * / // floor ceil min max.
     """
     from .api import Model

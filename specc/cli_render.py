@@ -193,10 +193,17 @@ def report(specs, out_dir):
     from .render.docs import write_reports
     from .render.views import RenderError
 
+    from .render.diagrams import has_dot
+
     try:
         written = write_reports(list(specs), Path(out_dir))
     except RenderError as exc:
         _render_error(exc)
+    if not has_dot():
+        click.echo("warning: Graphviz 'dot' is not installed: the reports have no diagrams "
+                   "(install graphviz for complete reports)", err=True)
+        click.echo(f"wrote {len(written)} files to {out_dir} (incomplete: no diagrams)")
+        return
     click.echo(f"wrote {len(written)} files to {out_dir}")
 
 

@@ -295,7 +295,7 @@ def test_claim_unit_mismatch(write_spec, tmp_path, cli):
     assert "expect: 5 GB" in result.message
 
     out = cli("verify", spec_path, "--claims", claims)
-    assert out.exit_code == 1
+    assert out.exit_code == 2
     assert "Traceback" not in out.output
     assert "ERROR" in out.output and "unit mismatch" in out.output
     assert f"{claims}:{line}:{col}:" in out.output
@@ -315,7 +315,7 @@ def test_claim_file_mistakes_are_located(write_spec, tmp_path, cli):
 # ------------------------------------------------------------------ query mistakes through `specc eval`
 QUERY_MISTAKES = {
     "flopz(P=1)": "unknown query 'flopz'",
-    "flops(P=1, Q=2)": "'Q='",
+    "flops(P=1, Q=2)": "unknown argument 'Q'",
     "flops(P=1, head=middle)": "no choice 'middle'",
     "flops(P=-1)": "non-negative",
     "flops(P=0)": "P must be at least 1",

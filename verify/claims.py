@@ -7,6 +7,7 @@ an erratum of its source, or ERROR when it cannot be evaluated."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -17,6 +18,7 @@ from ..compiler.queries import QueryEngine, Quantity
 from ..compiler.spec import Spec, check_keys, seq, text
 from ..compiler.symbols import DTYPE_BYTES, SCENARIO
 from ..compiler.expressions import Evaluator
+from ..dsl import ast
 from ..dsl.errors import Loc, SpecError
 from ..dsl.parser import parse_expr, parse_quantity
 from ..dsl.units import dims_name, unit_of_terms
@@ -24,6 +26,38 @@ from ..dsl.yamlload import Map, Text, load_yaml_file
 
 CLAIM_KEYS = {"id", "source", "quote", "eval", "expect", "expect_formula", "tolerance", "erratum", "note"}
 VERDICTS = ("PASS", "FAIL", "XFAIL", "XPASS", "ERROR")
+
+
+# how a document states a bound: the words and signs an `expect:` may start with
+# (the number after them is exact: "more than 90 %" is 0.9, not 0.85..0.95)
+BOUNDS = {">=": ">=", "≥": ">=", "at least": ">=", "no less than": ">=",
+          ">": ">", "more than": ">", "over": ">", "above": ">",
+          "<=": "<=", "≤": "<=", "at most": "<=", "no more than": "<=",
+          "<": "<", "under": "<", "less than": "<", "below": "<"}
+_BOUND_RE = re.compile(r"\s*(" + "|".join(sorted((re.escape(k) for k in BOUNDS), key=len, reverse=True))
+                       + r")(?=[\s\d.+-])\s*")
+_HOLDS = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b}
+# queries that read only a table of the tool (devices, storage types), not the model:
+# a claim made only of these (or of bare numbers and units) is a fact check
+TABLE_QUERIES = {"device_memory", "device_flops", "device_bandwidth", "dtype_bytes"}
+
+
+def split_bound(expect) -> tuple[str | None, int]:
+    """(comparison, characters it takes) at the start of an `expect:` text."""
+    match = _BOUND_RE.match(str(expect))
+    if not match:
+        return None, 0
+    return BOUNDS[match.group(1)], match.end()
+
+
+def touches_model(eval_text) -> bool:
+    """Whether a claim's query reads the model (any query but a table look-up)."""
+    from ..compiler.queries import QUERIES
+
+    node = parse_expr(eval_text)
+    return any(isinstance(n, ast.Call) and n.func in QUERIES and n.func not in TABLE_QUERIES
+               or isinstance(n, ast.Name) and n.id in QUERIES and n.id not in TABLE_QUERIES
+               for n in node.walk())
 
 
 @dataclass
@@ -40,6 +74,15 @@ class Claim:
     note: str | None
     loc: Loc
 
+    @property
+    def fact_check(self) -> bool:
+        """A claim whose query never reads the model (only a device or dtype table, or
+        unit arithmetic): reported apart from the model claims."""
+        try:
+            return not touches_model(self.eval)
+        except SpecError:
+            return False
+
 
 @dataclass
 class Result:
@@ -53,6 +96,7 @@ class Result:
     unit_factor: Fraction = Fraction(1)
     decimals: int = 0
     message: str = ""
+    bound: str | None = None            # '>=', '>', '<=', '<' for an inequality claim
 
     def computed_exact(self) -> str:
         if self.computed is None:
@@ -116,15 +160,23 @@ def load_claims(spec: Spec, extra_files=()) -> list[Claim]:
     return claims
 
 
-def _tolerance(claim: Claim, expected_q, factor: Fraction, expected_value: Fraction):
-    """(half-width) of the accepted interval, in base units."""
+def _tolerance(claim: Claim, expected_q, factor: Fraction, expected_value: Fraction, exp_unit=None):
+    """(half-width) of the accepted interval, in base units. An explicit tolerance is
+    checked like `expect`: in the claim's unit (or a % of it), and positive."""
     if claim.tolerance is None:
         step = Fraction(1, 10 ** expected_q.decimals) * Fraction(10) ** expected_q.exponent
         return step / 2 * factor
     tol = parse_quantity(claim.tolerance)
     tol_unit = unit_of_terms(tol.numerator, tol.denominator)
+    if tol.value <= 0:
+        raise SpecError(f"tolerance '{claim.tolerance}' must be positive", claim.tolerance.loc,
+                        span=len(claim.tolerance), expected="a positive amount, e.g. 0.5 GB or 2 %")
     if tol_unit.label == "%":
         return abs(expected_value) * tol.value / 100
+    if exp_unit is not None and tol_unit.dims != exp_unit.dims:
+        raise SpecError(f"tolerance unit mismatch: '{claim.tolerance}' is {dims_name(tol_unit.dims)} but the "
+                        f"claim is {dims_name(exp_unit.dims)}", claim.tolerance.loc, span=len(claim.tolerance),
+                        expected=f"a tolerance in {dims_name(exp_unit.dims)} or a percentage")
     return tol.value * tol_unit.factor
 
 
@@ -135,6 +187,10 @@ def check(engine: QueryEngine, claim: Claim) -> Result:
         return Result(claim, "ERROR", message=exc.render())
     except (ValueError, TypeError, ZeroDivisionError) as exc:
         return Result(claim, "ERROR", message=f"{claim.eval.loc}: cannot evaluate: {exc}")
+    if computed.value.is_number and computed.value.is_real is False:
+        return Result(claim, "ERROR", computed, message=SpecError(
+            f"the query's value {computed.value} is not a real number", claim.eval.loc,
+            span=len(claim.eval)).render())
     if claim.expect_formula is not None:
         # a formula may name the scenario symbols, the spec's dimensions (as the
         # document writes it: 2*L*n_kv*d_h*bf16) and storage types' bytes
@@ -150,19 +206,26 @@ def check(engine: QueryEngine, claim: Claim) -> Result:
         if not agrees:
             result.message = f"{computed.value} differs from {formula} by {sp.simplify(computed.value - formula)}"
         return _erratum(result, agrees)
+    bound, skip = split_bound(claim.expect)
     try:
-        expected_q = parse_quantity(claim.expect)
+        expected_q = parse_quantity(Text(str(claim.expect)[skip:], claim.expect.loc_at(skip)) if skip else claim.expect)
         exp_unit = unit_of_terms(expected_q.numerator, expected_q.denominator)
     except SpecError as exc:
         return Result(claim, "ERROR", computed, message=exc.render())
+    if bound is not None and claim.tolerance is not None:
+        return Result(claim, "ERROR", computed, message=SpecError(
+            "an inequality claim takes no tolerance: its bound is exact", claim.tolerance.loc,
+            expected="either expect: '>= 90 %' or expect: 90 % with tolerance:").render())
     if exp_unit.dims != computed.dims:
         msg = SpecError(f"unit mismatch: the query gives {dims_name(computed.dims)} but '{claim.expect}' is "
                         f"{dims_name(exp_unit.dims)}", claim.expect.loc, span=len(claim.expect),
                         expected=f"a value in {dims_name(computed.dims)}").render()
         return Result(claim, "ERROR", computed, message=msg)
     expected = expected_q.value * exp_unit.factor
+    if bound is not None:
+        return _erratum(_check_bound(claim, computed, bound, expected, expected_q, exp_unit), None)
     try:
-        half = _tolerance(claim, expected_q, exp_unit.factor, expected)
+        half = _tolerance(claim, expected_q, exp_unit.factor, expected, exp_unit)
     except SpecError as exc:
         return Result(claim, "ERROR", computed, message=exc.render())
     low, high = sp.Rational(expected - half), sp.Rational(expected + half)
@@ -182,12 +245,29 @@ def check(engine: QueryEngine, claim: Claim) -> Result:
     return _erratum(result, agrees)
 
 
+def _check_bound(claim, computed, bound, expected, expected_q, exp_unit) -> Result:
+    result = Result(claim, "FAIL", computed, sp.Rational(expected), unit_label=exp_unit.label,
+                    unit_factor=exp_unit.factor, decimals=expected_q.decimals, bound=bound)
+    value = computed.value
+    if not value.is_number:
+        result.verdict = "ERROR"
+        result.message = f"{claim.eval.loc}: the query is not a number: {value}"
+        return result
+    agrees = bool(_HOLDS[bound](value, sp.Rational(expected)))
+    result.verdict = "PASS" if agrees else "FAIL"
+    if not agrees:
+        result.message = f"computed {result.computed_display()} is not {bound} {_fmt(expected, exp_unit)}"
+    return result
+
+
 def _fmt(value, unit) -> str:
     return f"{float(value / sp.Rational(unit.factor)):,.6g} {unit.label}"
 
 
-def _erratum(result: Result, agrees: bool) -> Result:
-    if result.claim.erratum is None:
+def _erratum(result: Result, agrees: bool | None) -> Result:
+    if agrees is None:
+        agrees = result.verdict == "PASS"
+    if result.claim.erratum is None or result.verdict == "ERROR":
         return result
     if agrees:
         result.verdict = "XPASS"

@@ -14,6 +14,15 @@ def summary(results: list[Result]) -> dict:
     return {v: counts.get(v, 0) for v in VERDICTS}
 
 
+def claim_counts(results: list[Result]) -> str:
+    """'183 claims' or '183 claims: 180 model claims, 3 fact checks' (a fact check reads
+    only a device or dtype table, so it says nothing about the model)."""
+    facts = sum(1 for r in results if r.claim.fact_check)
+    if not facts:
+        return f"{len(results)} claims"
+    return f"{len(results)} claims: {len(results) - facts} model claims, {facts} fact check{'s' if facts != 1 else ''}"
+
+
 def _tol(r: Result) -> str:
     if r.low is None:
         return ""
@@ -29,12 +38,17 @@ def as_text(results: list[Result]) -> str:
     for r in results:
         expected = r.claim.expect or r.claim.expect_formula or ""
         lines.append(f"{r.verdict:<5}  {r.claim.id:<{width}}  {r.claim.source}")
-        lines.append(f"       {r.claim.eval}  =  {r.computed_exact() or '—'}")
+        lines.append(f"       {r.claim.eval}  =  {r.computed_exact() or '—'}"
+                     + ("   (fact check: reads no model)" if r.claim.fact_check else ""))
         lines.append(f"       computed {r.computed_display()}   expected {expected} {_tol(r)}")
         if r.message and r.verdict != "PASS":
             lines.extend("       " + line for line in r.message.splitlines())
     counts = summary(results)
     lines.append("")
+    facts = sum(1 for r in results if r.claim.fact_check)
+    if facts:
+        lines.append(f"{len(results) - facts} model claims and {facts} fact check{'s' if facts != 1 else ''} "
+                     "(claims that read only a device or dtype table, not the model)")
     lines.append(", ".join(f"{n} {v.lower() if v not in ('XFAIL', 'XPASS') else v.lower()}" for v, n in counts.items() if n)
                  + f" ({len(results)} claims)")
     return "\n".join(lines)
@@ -44,9 +58,12 @@ def as_json(results: list[Result]) -> str:
     claims = [{
         "id": r.claim.id, "spec": r.claim.spec, "source": r.claim.source, "eval": str(r.claim.eval),
         "expected": str(r.claim.expect or r.claim.expect_formula), "computed": r.computed_exact(),
-        "verdict": r.verdict, "note": r.message or (r.claim.note or ""),
+        "verdict": r.verdict, "note": r.message or (r.claim.note or ""), "fact_check": r.claim.fact_check,
     } for r in results]
-    return json.dumps({"claims": claims, "summary": summary(results)}, indent=2, ensure_ascii=False)
+    facts = sum(1 for r in results if r.claim.fact_check)
+    return json.dumps({"claims": claims, "summary": summary(results),
+                       "counts": {"model_claims": len(results) - facts, "fact_checks": facts}},
+                      indent=2, ensure_ascii=False)
 
 
 def as_junit(results: list[Result]) -> str:
@@ -77,7 +94,7 @@ def as_markdown(results: list[Result]) -> str:
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     counts = summary(results)
     out.append("")
-    out.append("**Summary:** " + ", ".join(f"{v} {n}" for v, n in counts.items()))
+    out.append("**Summary:** " + ", ".join(f"{v} {n}" for v, n in counts.items()) + f" ({claim_counts(results)})")
     return "\n".join(out)
 
 
