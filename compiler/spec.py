@@ -209,12 +209,13 @@ def allowed_import(path) -> bool:
     """Whether a spec may read `path`: inside the loading spec's own folder tree or
     the shipped library (a search path may add roots here). Nothing outside is
     read, so no error message can echo a foreign file's content."""
-    from ..dsl.search_path import roots as search_roots, user_roots
+    from ..dsl.search_path import SHIPPED, roots as search_roots, user_roots
 
     path = Path(path).resolve()
-    # the library folders the search path looks in (a spec in specs/sub/ finds specs/lib/), never their parents
-    libs = [root / "lib" for root in search_roots(_TREE[-1])] if _TREE else []
-    roots = [SHIPPED_LIB, *_TREE[:1], *user_roots(), *libs]
+    # the library and claims folders the search path looks in (a spec in specs/sub/ finds
+    # specs/lib/), never the ancestors themselves
+    near = [root / sub for root in search_roots(_TREE[-1]) for sub in ("lib", "claims")] if _TREE else []
+    roots = [SHIPPED_LIB, SHIPPED, *_TREE[:1], *user_roots(), *near]
     return any(path == root or root in path.parents for root in roots)
 
 
@@ -285,8 +286,12 @@ def _check_top_types(raw: Map):
 
 def _claims_file(spec_path: Path, node) -> str:
     """A claims_files entry, checked where the spec names it: inside the spec's tree, an existing file."""
+    from ..dsl.search_path import roots as search_roots
+
     entry = text(node, "claims file")
-    target = (spec_path.parent / str(entry)).resolve()
+    # beside the spec, on the search path, or shipped (the order dsl/search_path.py documents)
+    candidates = [root / str(entry) for root in search_roots(spec_path)]
+    target = next((c.resolve() for c in candidates if c.is_file()), candidates[0].resolve())
     if not allowed_import(target):
         raise SpecError(f"claims file '{entry}' is outside the spec's folder", entry.loc, span=len(entry),
                         expected="a path inside the spec's folder tree")

@@ -125,6 +125,7 @@ class ClaimResult:
     computed: str              # exact: an integer, p/q, or a formula
     verdict: str               # PASS, FAIL, XFAIL, XPASS or ERROR
     note: str
+    fact_check: bool = False   # the claim reads no model (a device or unit fact)
 
     @property
     def ok(self) -> bool:
@@ -247,13 +248,12 @@ class Model:
     def verify(self, extra_files=()) -> list[ClaimResult]:
         """Every claim checked: the objects `specc verify --format json` prints."""
         from .verify.claims import check, load_claims
+        from .verify.output import claim_record
 
         out = []
         for claim in load_claims(self.spec, extra_files):
             r = check(self.engine, claim)
-            out.append(ClaimResult(claim.id, claim.spec, claim.source, str(claim.eval),
-                                   str(claim.expect or claim.expect_formula), r.computed_exact(), r.verdict,
-                                   r.message or (claim.note or "")))
+            out.append(ClaimResult(**claim_record(r)))
         return out
 
 

@@ -170,7 +170,8 @@ def test_claims_and_verify_objects():
     from specc.verify.output import as_json
 
     expected = json.loads(as_json(verify_spec(load_spec(SPECS / "toy_moe.yaml"))))["claims"]
-    got = [{k: getattr(r, k) for k in ("id", "spec", "source", "eval", "expected", "computed", "verdict", "note")}
+    got = [{k: getattr(r, k) for k in ("id", "spec", "source", "eval", "expected", "computed", "verdict", "note",
+                                        "fact_check")}
            for r in results]
     assert got == expected
     assert all(r.ok == (r.verdict in ("PASS", "XFAIL")) for r in results)

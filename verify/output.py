@@ -54,12 +54,17 @@ def as_text(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def as_json(results: list[Result]) -> str:
-    claims = [{
+def claim_record(r: Result) -> dict:
+    """One verified claim as the fields `--format json` prints (and the API's ClaimResult holds)."""
+    return {
         "id": r.claim.id, "spec": r.claim.spec, "source": r.claim.source, "eval": str(r.claim.eval),
         "expected": str(r.claim.expect or r.claim.expect_formula), "computed": r.computed_exact(),
         "verdict": r.verdict, "note": r.message or (r.claim.note or ""), "fact_check": r.claim.fact_check,
-    } for r in results]
+    }
+
+
+def as_json(results: list[Result]) -> str:
+    claims = [claim_record(r) for r in results]
     facts = sum(1 for r in results if r.claim.fact_check)
     return json.dumps({"claims": claims, "summary": summary(results),
                        "counts": {"model_claims": len(results) - facts, "fact_checks": facts}},
