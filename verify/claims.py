@@ -115,6 +115,8 @@ class Result:
             return str(value)
         scaled = sp.Rational(value) / sp.Rational(self.unit_factor) if value.is_rational else value / sp.Rational(self.unit_factor)
         digits = self.decimals + 2
+        if scaled.is_Integer:    # an integer is shown as one: 78,400 params, not 78,400.00
+            return f"{int(scaled):,} {self.unit_label}".strip()
         text = f"{float(scaled):,.{digits}f}" if digits < 12 else str(scaled)
         return f"{text} {self.unit_label}".strip()
 
