@@ -498,3 +498,27 @@ def test_every_limit_is_documented_in_the_readme(repo):
     readme = (repo / "README.md").read_text(encoding="utf-8")
     for name, (value, _) in LIMITS.items():
         assert f"| `{name}` | {value:,} |" in readme, name
+
+
+@pytest.mark.parametrize("expect, verdict", [
+    ("'>= 16,960 params'", "PASS"), ("'> 16,960 params'", "FAIL"), ("'at least 16,961 params'", "FAIL"),
+    ("'under 17 thousand params'", "PASS"), ("'less than 16,960 params'", "FAIL"), ("'<= 16,960 params'", "PASS"),
+    ("'more than 90 %'", "ERROR"),                      # unit mismatch, as for an exact claim
+])
+def test_inequality_claims(write_spec, tmp_path, expect, verdict):
+    spec_path = write_spec(TINY)
+    claims = tmp_path / "ineq.yaml"
+    claims.write_text(f"claims:\n  - {{id: t.b, source: t, eval: params(), expect: {expect}}}\n", encoding="utf-8")
+    [result] = verify_spec(load_spec(spec_path), [str(claims)])
+    assert result.verdict == verdict, result.message
+
+
+def test_tolerance_is_unit_checked(write_spec, tmp_path):
+    spec_path = write_spec(TINY)
+    claims = tmp_path / "tol.yaml"
+    claims.write_text("claims:\n  - {id: t.t, source: t, eval: params(), expect: 16960 params, tolerance: 3 GB}\n",
+                      encoding="utf-8")
+    [result] = verify_spec(load_spec(spec_path), [str(claims)])
+    assert result.verdict == "ERROR" and "tolerance unit mismatch" in result.message
+    line, col = where(claims.read_text(), "3 GB")
+    assert result.message.startswith(f"{claims}:{line}:{col}:")
