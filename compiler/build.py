@@ -75,6 +75,15 @@ class Model:
     max_context: sp.Expr | None
     runs: list                # (segment, group index, first layer, last layer)
     writes: list = field(default_factory=list)   # StateUse: entries one decode step at length H writes
+    returned: set = field(default_factory=set)   # ids of ops whose tensors some block returns
+
+    def dead_ops(self) -> list:
+        """Ops whose tensors nothing consumes and no block returns: a dead end in the
+        graph, which in a faithful spec means a miswired block (a `param` op only
+        declares parameters, so it is exempt)."""
+        consumed = {t.producer for op in self.ops for _, t in op.inputs if t is not None}
+        return [op for op in self.ops if op.outputs and op.kind != "param"
+                and op.id not in consumed and op.id not in self.returned]
 
     @property
     def graph(self):
@@ -185,6 +194,7 @@ class _Builder:
         self.writes: list = []
         self.node_ids: set = set()
         self.runs: list = []
+        self.returned: set = set()
         self._calling: list = []   # blocks being instantiated (a block may not call itself)
 
     # ------------------------------------------------------------ segments
@@ -200,7 +210,7 @@ class _Builder:
                                 expected="the longest context the model supports, e.g. 40960")
         self._check_sizes()
         return Model(self.spec, self.choices, self.dims, self.sets, self.ops, self.states, self.reads,
-                     None, max_ctx, self.runs, self.writes)
+                     None, max_ctx, self.runs, self.writes, self.returned)
 
     def _segment(self, seg: Segment, stream):
         layers = _layer_indices(seg.layers, self.env, self.sets, f"segment '{seg.name}'") \
@@ -341,6 +351,8 @@ class _Builder:
                 raise SpecError(f"block '{block.name}' output '{out_name}' is never computed", block.loc,
                                 expected="an output named by one of the block's ops")
             outs.append(tensors[out_name])
+            if tensors[out_name] is not None and tensors[out_name].producer is not None:
+                self.returned.add(tensors[out_name].producer)
         states = list(block.state) + [d for kind, d in extra_state if kind == "state"]
         reads = list(block.reads) + [d for kind, d in extra_state if kind == "reads"]
         writes = list(block.writes) + [d for kind, d in extra_state if kind == "writes"]

@@ -221,6 +221,8 @@ def allowed_import(path) -> bool:
 
 def _load_library(path: Path, blocks: dict, elementwise: set, seen: set):
     path = path.resolve()
+    if not seen:   # a library loaded on its own (the block reference): its folder is the tree
+        _TREE[:] = [path.parent, path]
     if path in seen:
         return
     seen.add(path)

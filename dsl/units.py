@@ -43,11 +43,15 @@ def combine(a: Dims, b: Dims, sign: int) -> Dims:
     return tuple(sorted((d, e) for d, e in out.items() if e))
 
 
+_SINGULAR = {"bytes": "byte", "tokens": "token", "params": "param", "FLOPs": "FLOP"}
+
+
 def dims_name(dims: Dims) -> str:
     if not dims:
         return "a dimensionless count"
     num = [d if e == 1 else f"{d}^{e}" for d, e in dims if e > 0]
-    den = [d if e == -1 else f"{d}^{-e}" for d, e in dims if e < 0]
+    # per one of a unit: bytes/token, FLOPs/param (a denominator is singular)
+    den = [_SINGULAR.get(d, d) if e == -1 else f"{_SINGULAR.get(d, d)}^{-e}" for d, e in dims if e < 0]
     text = "·".join(num) or "1"
     return text + ("/" + "·".join(den) if den else "")
 

@@ -174,7 +174,9 @@ def decode_bytes(data: bytes, path: str) -> str:
     """UTF-8 text of a file, or a located error saying what the bytes look like."""
     if len(data) > limit("file_bytes"):
         raise limit_error("file_bytes", Loc(path, 1, 1), found=f"{len(data):,} bytes")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (data[:1] != b"\0" and data[1:2] == b"\0"):
+    nul = [data[i:i + 1] == b"\0" for i in range(4)]
+    wide = (nul[0] and nul[2] and not nul[1]) or (nul[1] and nul[3] and not nul[0])  # ASCII as UTF-16 BE / LE
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or wide:
         raise SpecError("the file is UTF-16 (or another wide encoding)", Loc(path, 1, 1, ""),
                         expected="UTF-8 text (re-save the file as UTF-8)")
     if b"\0" in data:

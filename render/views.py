@@ -231,11 +231,12 @@ def si(value, unit: str = "", digits: int = 3) -> str:
 
 
 def params_text(value) -> str:
+    """A parameter count in words: '1.174 billion' (never '1.174 B': B means bytes)."""
     value = float(value)
     if value >= 1e9:
-        return f"{value / 1e9:.3f} B"
+        return f"{value / 1e9:.3f} billion"
     if value >= 1e6:
-        return f"{value / 1e6:.2f} M"
+        return f"{value / 1e6:.2f} million"
     return f"{value:,.0f}"
 
 

@@ -131,8 +131,12 @@ eval_.help += "\n\n\b\nQueries, by family (README 'Queries' has their arguments)
 
 @main.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
-def check(specs):
+@click.option("--strict", is_flag=True, help="A tensor nothing consumes is an error (exit 2), not a warning.")
+def check(specs, strict):
     """Parse, compile and shape-check each SPEC without evaluating claims.
+
+    An op whose tensors nothing consumes (other than a block's outputs) is a dead
+    end in the graph: reported with its location (an error with --strict).
 
     \b
     specc check specs/*.yaml
@@ -140,12 +144,26 @@ def check(specs):
     from .compiler.build import compile_spec
     from .verify.claims import load_claims
 
+    dead_total = 0
     for path in specs:
         spec = _load(path)
         model = compile_spec(spec)
         claims = load_claims(spec)
+        seen = set()
+        for op in model.dead_ops():
+            if op.stmt.loc in seen:
+                continue
+            seen.add(op.stmt.loc)
+            dead_total += 1
+            click.echo(SpecError(f"{'error' if strict else 'warning'}: '{op.stmt.targets[0]}' is computed but "
+                                 "nothing consumes it", op.stmt.loc, span=len(op.stmt.targets[0]),
+                                 expected="wire it into the op that uses it, or make it a block output").render(),
+                       err=True)
         click.echo(f"{path}: ok — {len(model.ops)} op nodes, {len(model.graph.edges)} tensor edges, "
-                   f"{len(spec.stores)} state stores, {len(claims)} claims")
+                   f"{len(spec.stores)} state stores, {len(claims)} claims"
+                   + (f", {len(seen)} dead-end op(s)" if seen else ""))
+    if strict and dead_total:
+        sys.exit(2)
 
 
 # Commands owned by other modules register themselves on `main` when imported:

@@ -432,3 +432,93 @@ def test_integer_arithmetic_with_floor_division_matches_python(text):
     result = Evaluator({})(parse_expr(text))
     assert result.is_Integer, (text, result)
     assert int(result) == expected, text
+
+
+# ------------------------------------------------------------------ issue 12: bounded, faithful, located
+def test_dead_tensor_is_reported_and_strict_rejects(write_spec, cli):
+    path = write_spec(mutate("      - y = x @ W[d, d]; group=dense_shared_ffn",
+                             "      - unused = x @ U[d, d]; group=dense_shared_ffn\n"
+                             "      - y = x @ W[d, d]; group=dense_shared_ffn"))
+    warn = cli("check", path)
+    assert warn.exit_code == 0 and "'unused' is computed but nothing consumes it" in warn.output
+    line, col = where(path.read_text(), "unused")
+    assert f"{path}:{line}:{col}:" in warn.output
+    strict = cli("check", "--strict", path)
+    assert strict.exit_code == 2
+
+
+def test_library_attention_flows_through_norms_and_rope(qwen_engine):
+    """q -> q_norm -> q_rot -> attend (and k likewise): nothing in the attention block is a dead end."""
+    model = qwen_engine.model({})
+    assert not [op.name for op in model.dead_ops()]
+    graph = model.graph
+    attend = next(op for op in model.ops if op.kind == "attend")
+    feeding = {graph.nodes[src]["op"].short for src in graph.predecessors(attend.id)}
+    assert {"q_rot", "k_rot", "v"} <= feeding
+
+
+def test_layer_count_does_not_change_the_cost(qwen_engine):
+    """Identical layers stay one group: 10**9 layers compile to the same op nodes as 36."""
+    import time
+
+    started = time.process_time()
+    huge = qwen_engine.model({}, {"L": sp_int(10**9)})
+    assert len(huge.ops) == len(qwen_engine.model({}).ops)
+    assert qwen_engine.evaluate_text("params(L=10**9) - params()").value == \
+        (10**9 - 36) * qwen_engine.evaluate_text("params(layer=0)").value
+    assert time.process_time() - started < 5
+
+
+def sp_int(n):
+    import sympy as sp
+
+    return sp.Integer(n)
+
+
+def test_layer_sets_match_enumeration():
+    """LayerIndices against a brute-force list on small ranges: length, membership, order, overlaps."""
+    import itertools
+
+    from specc.compiler.layerset import LayerIndices
+
+    spans = [range(a, b, s) for a, b, s in itertools.product(range(0, 7), range(1, 12), range(1, 4)) if a < b]
+    for r1, r2 in itertools.product(spans[::7], spans[::5]):
+        indices = LayerIndices([r1, r2])
+        listed = list(r1) + list(r2)
+        assert len(indices) == len(listed) and list(indices) == listed
+        assert all((x in indices) == (x in listed) for x in range(-1, 14))
+        common = sorted(set(r1) & set(r2))
+        assert indices.first_overlap() == (common[0] if common else None)
+        assert [indices[i] for i in range(len(listed))] == listed
+
+
+def test_every_limit_is_documented_in_the_readme(repo):
+    from specc.dsl.limits import LIMITS
+
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    for name, (value, _) in LIMITS.items():
+        assert f"| `{name}` | {value:,} |" in readme, name
+
+
+@pytest.mark.parametrize("expect, verdict", [
+    ("'>= 16,960 params'", "PASS"), ("'> 16,960 params'", "FAIL"), ("'at least 16,961 params'", "FAIL"),
+    ("'under 17 thousand params'", "PASS"), ("'less than 16,960 params'", "FAIL"), ("'<= 16,960 params'", "PASS"),
+    ("'more than 90 %'", "ERROR"),                      # unit mismatch, as for an exact claim
+])
+def test_inequality_claims(write_spec, tmp_path, expect, verdict):
+    spec_path = write_spec(TINY)
+    claims = tmp_path / "ineq.yaml"
+    claims.write_text(f"claims:\n  - {{id: t.b, source: t, eval: params(), expect: {expect}}}\n", encoding="utf-8")
+    [result] = verify_spec(load_spec(spec_path), [str(claims)])
+    assert result.verdict == verdict, result.message
+
+
+def test_tolerance_is_unit_checked(write_spec, tmp_path):
+    spec_path = write_spec(TINY)
+    claims = tmp_path / "tol.yaml"
+    claims.write_text("claims:\n  - {id: t.t, source: t, eval: params(), expect: 16960 params, tolerance: 3 GB}\n",
+                      encoding="utf-8")
+    [result] = verify_spec(load_spec(spec_path), [str(claims)])
+    assert result.verdict == "ERROR" and "tolerance unit mismatch" in result.message
+    line, col = where(claims.read_text(), "3 GB")
+    assert result.message.startswith(f"{claims}:{line}:{col}:")

@@ -34,6 +34,9 @@ BOUNDS = {">=": ">=", "≥": ">=", "at least": ">=", "no less than": ">=",
           ">": ">", "more than": ">", "over": ">", "above": ">",
           "<=": "<=", "≤": "<=", "at most": "<=", "no more than": "<=",
           "<": "<", "under": "<", "less than": "<", "below": "<"}
+# "about 90 %": an approximate number, accepted only with a declared `tolerance:`
+ABOUT = ("about", "around", "roughly", "nearly", "approximately", "~", "≈")
+_ABOUT_RE = re.compile(r"\s*(" + "|".join(re.escape(w) for w in ABOUT) + r")(?=[\s\d.+-])\s*")
 _BOUND_RE = re.compile(r"\s*(" + "|".join(sorted((re.escape(k) for k in BOUNDS), key=len, reverse=True))
                        + r")(?=[\s\d.+-])\s*")
 _HOLDS = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b}
@@ -43,11 +46,14 @@ TABLE_QUERIES = {"device_memory", "device_flops", "device_bandwidth", "dtype_byt
 
 
 def split_bound(expect) -> tuple[str | None, int]:
-    """(comparison, characters it takes) at the start of an `expect:` text."""
+    """(comparison or 'about', characters it takes) at the start of an `expect:` text."""
     match = _BOUND_RE.match(str(expect))
-    if not match:
-        return None, 0
-    return BOUNDS[match.group(1)], match.end()
+    if match:
+        return BOUNDS[match.group(1)], match.end()
+    match = _ABOUT_RE.match(str(expect))
+    if match:
+        return "about", match.end()
+    return None, 0
 
 
 def touches_model(eval_text) -> bool:
@@ -115,6 +121,8 @@ class Result:
             return str(value)
         scaled = sp.Rational(value) / sp.Rational(self.unit_factor) if value.is_rational else value / sp.Rational(self.unit_factor)
         digits = self.decimals + 2
+        if scaled.is_Integer:    # an integer is shown as one: 78,400 params, not 78,400.00
+            return f"{int(scaled):,} {self.unit_label}".strip()
         text = f"{float(scaled):,.{digits}f}" if digits < 12 else str(scaled)
         return f"{text} {self.unit_label}".strip()
 
@@ -212,6 +220,12 @@ def check(engine: QueryEngine, claim: Claim) -> Result:
         exp_unit = unit_of_terms(expected_q.numerator, expected_q.denominator)
     except SpecError as exc:
         return Result(claim, "ERROR", computed, message=exc.render())
+    if bound == "about":
+        if claim.tolerance is None:
+            return Result(claim, "ERROR", computed, message=SpecError(
+                f"'{claim.expect}' is approximate: an 'about' claim needs a declared tolerance", claim.expect.loc,
+                span=len(claim.expect), expected="tolerance: <amount or %> (the source's own 'about')").render())
+        bound = None
     if bound is not None and claim.tolerance is not None:
         return Result(claim, "ERROR", computed, message=SpecError(
             "an inequality claim takes no tolerance: its bound is exact", claim.tolerance.loc,
