@@ -19,8 +19,34 @@ REPO = HERE.parents[2]
 GUIDE = REPO / "docs" / "writing-specs.md"
 
 
+def _worked_example(text: str) -> str:
+    """Section 1's `$ specc ...` lines, run from the checkout, with what they print now."""
+    import shlex
+
+    lo, hi = text.index("## 1."), text.index("## 2.")
+    section = text[lo:hi]
+
+    def block(match):
+        lines, out = match.group(1).rstrip("\n").split("\n"), []
+        i = 0
+        while i < len(lines):
+            out.append(lines[i])
+            if lines[i].startswith("$ specc "):
+                result = CliRunner().invoke(main, shlex.split(lines[i][2:])[1:]).output
+                out += [l.rstrip() for l in result.rstrip().splitlines()]
+                i += 1
+                while i < len(lines) and not lines[i].startswith("$ "):
+                    i += 1
+                continue
+            i += 1
+        return "```text\n" + "\n".join(out) + "\n```"
+
+    os.chdir(REPO)
+    return text[:lo] + re.sub(r"```text\n(.*?)```", block, section, flags=re.S) + text[hi:]
+
+
 def main_() -> None:
-    text = GUIDE.read_text(encoding="utf-8")
+    text = _worked_example(GUIDE.read_text(encoding="utf-8"))
     base = (HERE / "gemma2_2b.yaml").read_text(encoding="utf-8")
     cases = yaml.safe_load((HERE / "errors.yaml").read_text(encoding="utf-8"))["cases"]
     with tempfile.TemporaryDirectory() as tmp:
