@@ -594,3 +594,40 @@ def test_deep_nesting_and_non_utf8_are_located(tmp_path):
     result = CliRunner().invoke(main, ["import-hf", str(raw), "-o", str(tmp_path / "x.yaml")])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "not UTF-8" in result.output and ":2:" in result.output
+
+
+# ------------------------------------------------------------------ against PyTorch (when installed)
+CROSS = TINY / "crosscheck"     # tiny configs of the families added to import-hf
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in CROSS.glob("*.json")))
+def test_new_family_agrees_with_pytorch(name, tmp_path):
+    """The model transformers builds from each tiny config has exactly the imported
+    parameter total, and the same GEMM FLOPs, except the two Mamba terms that specc
+    counts as scalar work (lib/ssm.yaml's convention) and FlopCounterMode as matrix work:
+    the depthwise conv1d over the padded P + d_conv − 1 positions and the scan's C·h
+    contraction, 2·d_in·N per row. (Per-group rows use HF's module names, which the
+    cross-check maps for Llama-style names only.)"""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from specc.verify.crosscheck import crosscheck
+
+    config = CROSS / f"{name}.json"
+    out = _imported(config, tmp_path, name)
+    B, P = 2, 8
+    report = crosscheck(load_spec(out), str(config), batch=B, tokens=P)
+    rows = {(r.section, r.name): r for r in report.rows}
+    params = rows[("parameters", "total")]
+    assert params.hf == params.specc > 0
+    cfg = json.loads(config.read_text())
+    mamba_layers, d_in, N, d_conv = 0, 0, 0, 0
+    if cfg["model_type"] in ("mamba", "falcon_mamba"):
+        mamba_layers = cfg["num_hidden_layers"]
+        d_in, N, d_conv = cfg["expand"] * cfg["hidden_size"], cfg["state_size"], cfg["conv_kernel"]
+    elif cfg["model_type"] == "jamba":
+        mamba_layers = sum(1 for i in range(cfg["num_hidden_layers"])
+                           if i % cfg["attn_layer_period"] != cfg["attn_layer_offset"])
+        d_in, N, d_conv = cfg["mamba_expand"] * cfg["hidden_size"], cfg["mamba_d_state"], cfg["mamba_d_conv"]
+    gemm = rows[("matrix FLOPs", "total (GEMM)")]
+    scalar_in_specc = mamba_layers * (2 * B * (P + d_conv - 1) * d_in * d_conv + 2 * B * P * d_in * N)
+    assert gemm.hf - gemm.specc == scalar_in_specc
