@@ -1,7 +1,7 @@
 """A Hugging Face `config.json`, read safely and able to say where each field is.
 
 The file is decoded as UTF-8 and parsed with `json` (never evaluated); nesting
-deeper than MAX_DEPTH is refused before parsing (json would recurse). Fields are
+deeper than the json_depth limit (dsl/limits.py) is refused before parsing (json would recurse). Fields are
 read through the family's attribute map (`fields`, e.g. GPT-2's n_embd for
 hidden_size) and its class defaults (`defaults`, what transformers assumes when a
 config omits a field). Every problem is a SpecError located in config.json.
@@ -15,13 +15,16 @@ from pathlib import Path
 
 from .errors import Loc, SpecError
 
-MAX_DEPTH = 32          # config.json objects nest 2-3 levels; deeper is not a config
 MAX_LAYERS = 10_000     # more layers than any model has: a typo or a hostile file
 MAX_DIM = 1 << 24       # widths, heads, vocabularies, positions
 
 
 def _depth_error(text: str, path: str):
-    """The position where nesting first exceeds MAX_DEPTH (strings skipped), or None."""
+    """The error at the position where nesting first exceeds the `json_depth` limit
+    (strings skipped), or None: json.loads recurses once per level."""
+    from .limits import limit, limit_error
+
+    max_depth = limit("json_depth")
     depth, in_str, esc = 0, False, False
     for i, ch in enumerate(text):
         if in_str:
@@ -35,11 +38,10 @@ def _depth_error(text: str, path: str):
             in_str = True
         elif ch in "[{":
             depth += 1
-            if depth > MAX_DEPTH:
+            if depth > max_depth:
                 line = text.count("\n", 0, i) + 1
                 col = i - (text.rfind("\n", 0, i) + 1) + 1
-                return SpecError(f"config.json nests deeper than {MAX_DEPTH} levels", Loc(path, line, col),
-                                 expected="a flat Hugging Face config object")
+                return limit_error("json_depth", Loc(path, line, col))
         elif ch in "]}":
             depth -= 1
     return None
@@ -56,14 +58,10 @@ class Config:
             raw = Path(path).read_bytes()
         except OSError as exc:
             raise SpecError(f"cannot read {path}: {exc.strerror}", None) from None
-        try:
-            self.text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            shown = raw.decode("utf-8", errors="replace")
-            line = raw.count(b"\n", 0, exc.start) + 1
-            col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-            raise SpecError(f"config.json is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-                            Loc(self.path, line, col, shown), expected="a UTF-8 JSON file") from None
+        # size, BOM, UTF-16, NUL bytes and invalid UTF-8: the same located errors as a spec's
+        from .yamlload import decode_bytes
+
+        self.text = decode_bytes(raw, self.path)
         deep = _depth_error(self.text, self.path)
         if deep:
             raise deep

@@ -83,6 +83,10 @@ def relative_file(name: str, near: str | Path, loc: Loc | None, what: str) -> Pa
     else:
         candidates = [root / name for root in roots(near)]
     found = _first(candidates)
+    folder = next((c for c in candidates if c.is_dir()), None) if found is None else None
+    if folder is not None:
+        raise SpecError(f"{what} '{name}' is a folder, not a file ({folder})", loc, span=len(name),
+                        expected="the path of a YAML file")
     if found is None:
         raise SpecError(f"{what} '{name}' not found", loc, span=len(name),
                         expected=f"a path relative to the importing file or to a search folder ({_looked(candidates)})")
