@@ -361,7 +361,7 @@ def _unknown_argument(node, values, args, nodes, documented_only: bool = False):
         close = [k for k in known if k.lower() == key.lower()] or difflib.get_close_matches(key, known, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         loc = next((kw.loc for kw in node.kwargs if kw.name == key), node.loc)
-        raise SpecError(f"unknown argument '{key}' for {node.func}(){hint}", loc, span=len(key),
+        raise SpecError(f"unknown argument '{key}': {node.func}() does not take '{key}='{hint}", loc, span=len(key),
                         expected=str(QUERIES[node.func]))
 
 
