@@ -25,6 +25,7 @@ from .model_cache import compile_cached
 from .expressions import Evaluator
 from .q_capacity import CapacityQueries
 from .q_compute import ComputeQueries
+from .q_deployment import DeploymentQueries
 from .q_device import DeviceQueries
 from .q_memory import MemoryQueries
 from .q_state import StateQueries
@@ -63,7 +64,7 @@ def _hardware_file(spec_path: str, device: str, loc) -> Path:
 _ENGINES: dict = {}
 
 
-class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, DeviceQueries,
+class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, DeviceQueries, DeploymentQueries,
                   TrainingQueries, StructureQueries):
     def __init__(self, spec: Spec):
         self.spec = spec
