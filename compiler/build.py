@@ -61,6 +61,7 @@ class StateUse:
     layers: tuple
     mult: int
     segment: str
+    block: str = ""           # the instantiated block's name prefix (roofline rows attribute traffic by it)
 
 
 @dataclass
@@ -265,7 +266,7 @@ class _Builder:
                     factor = as_number(ev(decl.when))
                     if factor == 0:
                         continue
-                sink.append(StateUse(str(decl.store), factor * ev(decl.entries), layers, mult, seg.name))
+                sink.append(StateUse(str(decl.store), factor * ev(decl.entries), layers, mult, seg.name, prefix))
         return outs
 
     def _op(self, stmt: ast.Stmt, tensors, local, ev, prefix, seg, layers, mult, defaults, overrides):

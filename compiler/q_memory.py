@@ -69,13 +69,13 @@ class MemoryQueries:
                 terms.append((op.layers, op.segment, op.mult, amount * weight_fraction(op, dep, loc)))
         return self._spread(model, dep, terms, loc)
 
-    def _weight_read_terms(self, model, fmt, batch, dep=None, loc=None):
-        """Per op: (layers, segment, mult, shared weight bytes read, lookup-row bytes read) by
+    def _weight_read_terms(self, model, fmt, batch, dep=None, loc=None, scenario=None):
+        """Per op: (layers, segment, mult, shared weight bytes read, lookup-row bytes read, op id) by
         one device in a decode step of `batch` requests (of one model instance): every weight
         once, of routed experts only those the rows can touch (at most min(experts, rows) on
         the device), of lookup tables the rows gathered."""
         dep = dep or Deployment()
-        decode = {B: batch, S: H, P: sp.Integer(1)}
+        decode = scenario or {B: batch, S: H, P: sp.Integer(1)}   # a decode step unless a call is given
         out = []
         for op in model.ops:
             shared, rows_read = sp.Integer(0), sp.Integer(0)
@@ -92,7 +92,7 @@ class MemoryQueries:
                 else:
                     shared += w.params * bpp * frac
             if shared != 0 or rows_read != 0:
-                out.append((op.layers, op.segment, op.mult, shared, rows_read))
+                out.append((op.layers, op.segment, op.mult, shared, rows_read, op.id))
         return out
 
     def _weight_reads(self, model, fmt, batch, lookups: bool, dep=None, loc=None):

@@ -30,6 +30,7 @@ from .q_device import DeviceQueries
 from .q_memory import MemoryQueries
 from .q_state import StateQueries
 from .q_structure import StructureQueries
+from .q_time import TimeQueries
 from .query_base import PAIRS, Quantity, _Args, _env  # noqa: F401  (re-exported: other modules import them from here)
 from .query_registry import REGISTRY, SPECIAL_FORMS
 from .spec import Spec
@@ -65,7 +66,7 @@ _ENGINES: dict = {}
 
 
 class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, DeviceQueries, DeploymentQueries,
-                  TrainingQueries, StructureQueries):
+                  TimeQueries, TrainingQueries, StructureQueries):
     def __init__(self, spec: Spec):
         self.spec = spec
         self._models: dict = {}

@@ -83,10 +83,19 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
         ("comm_bytes", "B=1, S=0, P, tp=1, pp=1, ep=1, per_device=false, component=tp|ep|pp, act_bytes=2", "B",
          "bytes one device sends in one call (ring all-reduce, all-gather, all-to-all, pipeline sends)"),
     ],
+    "time": [
+        ("call_time", "B=1, S=0, P, device=, dtype=, format=, tp=1, pp=1, ep=1, dp=1, mfu=1, mbu=1, "
+                      "overlap=false, activations=false, act_bytes=2, flops=, bandwidth=", "s",
+         "roofline time of one call: Σ ops max(FLOPs/(peak·mfu), bytes/(bandwidth·mbu)) + comm bytes/link"),
+        ("ttft", "P, B=1, device=, ...", "s", "time to first token: the prefill call of P tokens (S = 0)"),
+        ("tpot", "H, B=1, device=, ...", "s", "time per output token: one decode step at context H (S = H, P = 1)"),
+        ("throughput", "H, B, device=, ...", "tokens/s", "decode tokens per second of B requests at context H"),
+    ],
     "training": [
-        ("train_memory", "B=1, P, precision=mixed, optimizer=adam, component=, checkpointing=", "B",
+        ("train_memory", "B=1, P, precision=mixed, optimizer=adam, component=, checkpointing=, "
+                         "tp=1, pp=1, dp=1, zero=0, per_device=false", "B",
          "training memory; component weights|gradients|master|<optimizer state>|moments|optimizer|static|"
-         "activations"),
+         "activations; zero=1|2|3 partitions optimizer states, + gradients, + weights over dp"),
         ("train_flops", "B=1, P, checkpointing=, backward=2, <option>=", "FLOPs",
          "matrix FLOPs of one training step: (1 + backward + recompute) forward passes"),
     ],
