@@ -386,3 +386,18 @@ def test_zero_stages(shipped):
         e.evaluate_text("train_memory(component=static, dp=8, zero=1)")
     with pytest.raises(SpecError, match="ZeRO stage"):
         e.evaluate_text("train_memory(component=static, dp=8, zero=4, per_device=true)")
+
+
+def test_readme_deployment_examples_are_true(shipped):
+    """Every `specc eval` line of the README's Deployment section with an exact number in its
+    comment evaluates to that number."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Deployment sizing"):text.index("## Claims")]
+    checked = 0
+    for spec, query, number in re.findall(r"specc eval specs/(\w+)\.yaml '([^']+)'\s+# ([\d,]+)(?![\d.])", section):
+        assert val(shipped(spec), query) == int(number.replace(",", "")), query
+        checked += 1
+    assert checked >= 10
