@@ -46,7 +46,8 @@ _FILTERS = {"stage", "component", "op", "layer", "group"}
 # argument names queries use; a spec dimension of the same name cannot be overridden in a query
 _QUERY_ARGS = {"B", "S", "P", "G", "H", "format", "device", "workspace", "extrapolate", "precision", "optimizer",
                "checkpointing", "backward", "spec", "tp", "pp", "ep", "dp", "per_device", "zero", "memory",
-               "block", "dtype", "mfu", "mbu", "overlap", "activations", "act_bytes", "link"} | _FILTERS
+               "block", "dtype", "mfu", "mbu", "overlap", "activations", "act_bytes", "link", "flops", "bandwidth",
+               "link_bandwidth"} | _FILTERS
 
 
 def _hardware_file(spec_path: str, device: str, loc) -> Path:
