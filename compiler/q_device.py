@@ -45,12 +45,12 @@ class DeviceQueries:
                             expected=f"e.g. {example}")
         return sp.Rational(value_q.value * value_unit.factor)
 
-    def _device_field(self, device, field: str, dims, loc, example: str):
+    def _device_field(self, device, field: str, dims, loc, example: str, override: str | None = None):
         """A fact of specs/hardware/<device>.yaml with its unit checked."""
         path, hw = self._device_file(device, loc)
         if not hasattr(hw, "get") or hw.get(field) is None:
             raise SpecError(f"device '{device}' ({path.name}) gives no '{field}:'", loc,
-                            expected=f"{field}: {example} in {path}, or pass {field}= in the query")
+                            expected=f"{field}: {example} in {path}, or pass {override or field}= in the query")
         return self._device_value(path, hw[field], dims, f"{field} {example}")
 
     def _device_rate(self, device, dtype, loc):
@@ -89,7 +89,7 @@ class DeviceQueries:
         value = a.quantity("link_bandwidth", _BYTE_RATE, None)
         if value is not None:
             return value
-        return self._device_field(device, "link", _BYTE_RATE, a.loc, "900 GB/s")
+        return self._device_field(device, "link", _BYTE_RATE, a.loc, "900 GB/s", "link_bandwidth")
 
     def _device_memory(self, device, loc):
         return self._device_field(device, "memory", BYTES, loc, "24 GB")

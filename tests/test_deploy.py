@@ -401,3 +401,33 @@ def test_readme_deployment_examples_are_true(shipped):
         assert val(shipped(spec), query) == int(number.replace(",", "")), query
         checked += 1
     assert checked >= 10
+
+
+def test_decode_reads_per_device(shipped):
+    e = shipped("llama2_70b")
+    weights = val(e, "decode_read_bytes(H=4096, tp=8, per_device=true, component=weights)")
+    kv = val(e, "decode_read_bytes(H=4096, tp=8, per_device=true, component=kv)")
+    assert kv == val(e, "state_bytes(H=4096, tp=8, per_device=true)")
+    # every weight once on its device: the whole share minus the embedding table, which is gathered by row
+    assert weights == val(e, "weight_bytes(tp=8, per_device=true)") - 2 * 32000 * 8192 // 8
+    assert val(e, "decode_read_bytes(H=4096, tp=8, per_device=true)") == weights + kv + 8192 * 2
+
+
+def test_deployment_errors_are_located(write_spec, shipped):
+    e = engine_of(write_spec, TOY)
+    with pytest.raises(SpecError, match="per_device=.*true or false"):
+        e.evaluate_text("weight_bytes(tp=2, per_device=maybe)")
+    with pytest.raises(SpecError, match="link_bandwidth="):
+        shipped("llama2_7b").evaluate_text("tpot(H=16, device=rtx_4090, tp=2)")
+    assert shipped("llama2_7b").evaluate_text(
+        "tpot(H=16, device=rtx_4090, tp=2, link_bandwidth=32 GB / 1 s)").value > 0
+    bad = TOY.replace("block: pre_norm_gqa_decoder_layer", "block: wrap").replace("stack:", """blocks:
+  wrap:
+    params: {d: null, n_q: null, n_kv: null, d_h: null, f: null, pairs: null, qk_norm: 1}
+    inputs: {x: d}
+    outputs: [y]
+    ops:
+      - y = pre_norm_gqa_decoder_layer(x; d=d, n_q=n_q, n_kv=n_kv, d_h=d_h, f=f, pairs=pairs, qk_norm=qk_norm, shard=row)
+stack:""")
+    with pytest.raises(SpecError, match="goes on the ops inside block"):
+        engine_of(write_spec, bad).evaluate_text("params()")
