@@ -17,7 +17,8 @@ Rules:
   * a split of u units over tp: 1/tp each when tp divides u; when u divides tp, each
     device keeps one unit (tp/u copies of each: KV heads replicated); else an error;
   * ops with experts=E copies (routed experts) split their copies over ep (E % ep == 0);
-  * layers split over pp in contiguous, even stages (sizes differ by at most one);
+  * layers split over pp in contiguous, even stages (sizes differ by at most one), or as
+    the spec declares (`pipeline: {4: [19, 21, 21, 19]}`: layers per stage for pp = 4);
     unlayered segments before the first layered one sit on the first stage, the rest on
     the last; the most loaded stage answers per_device queries;
   * within one model instance (tp·pp·ep devices) the ep ranks are also attention-data-parallel:
@@ -122,7 +123,12 @@ def stages(model, pp: int, loc) -> dict:
     if pp > 1 and len(layers) < pp:
         raise SpecError(f"pp={pp} exceeds the {len(layers)} layers of the model", loc,
                         expected=f"pp <= {len(layers)}")
-    out = {l: i * pp // len(layers) for i, l in enumerate(layers)} if layers else {}
+    declared = _declared_stages(model.spec, pp, len(layers), loc)
+    if declared is not None:
+        bounds = [sum(declared[:s]) for s in range(pp)]
+        out = {l: max(s for s in range(pp) if bounds[s] <= i) for i, l in enumerate(layers)}
+    else:
+        out = {l: i * pp // len(layers) for i, l in enumerate(layers)} if layers else {}
     seen_layered = False
     for op in model.ops:
         if op.layers:
@@ -130,6 +136,30 @@ def stages(model, pp: int, loc) -> dict:
         elif ("segment", op.segment) not in out:
             out[("segment", op.segment)] = pp - 1 if seen_layered else 0
     return out
+
+
+def _declared_stages(spec, pp: int, n_layers: int, loc):
+    """The spec's `pipeline:` split for this pp (layers per stage, in order), if it declares one."""
+    raw = spec.raw.get("pipeline") if spec.raw is not None else None
+    if raw is None or pp == 1:
+        return None
+    if not hasattr(raw, "items"):
+        raise SpecError("pipeline: maps a pp degree to the layers of each stage", getattr(raw, "loc", None),
+                        expected="pipeline: {4: [19, 21, 21, 19]}")
+    for key, sizes in raw.items():
+        if str(key) != str(pp):
+            continue
+        where = getattr(sizes, "loc", None) or raw.loc
+        try:
+            counts = [int(str(x)) for x in sizes]
+        except (TypeError, ValueError):
+            raise SpecError(f"pipeline split for pp={pp} must list whole layer counts", where,
+                            expected="[19, 21, 21, 19]") from None
+        if len(counts) != pp or sum(counts) != n_layers or min(counts) < 1:
+            raise SpecError(f"pipeline split for pp={pp} must give {pp} stages of at least one layer adding up to "
+                            f"{n_layers}, got {counts}", where, expected=f"{pp} positive counts summing to {n_layers}")
+        return counts
+    return None
 
 
 def stage_counts(layers: tuple, segment: str, mult, stage_of: dict, pp: int) -> list:

@@ -15,7 +15,8 @@ from .symbols import RESERVED
 
 TOP_KEYS = {"model", "source", "description", "imports", "dims", "max_context", "sets", "options", "formats",
             "stores", "blocks", "elementwise", "stack", "claims", "claims_files", "notes",
-            "training"}  # training: read and checked by compiler/training.py (from Spec.raw)
+            "training",  # training: read and checked by compiler/training.py (from Spec.raw)
+            "pipeline"}  # pipeline: {pp: [layers per stage]}, read by compiler/sharding.py (from Spec.raw)
 LIB_KEYS = {"description", "imports", "blocks", "elementwise", "notes"}
 
 

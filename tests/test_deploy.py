@@ -431,3 +431,14 @@ def test_deployment_errors_are_located(write_spec, shipped):
 stack:""")
     with pytest.raises(SpecError, match="goes on the ops inside block"):
         engine_of(write_spec, bad).evaluate_text("params()")
+
+
+def test_spec_declared_pipeline_split(write_spec):
+    e = engine_of(write_spec, TOY + "pipeline: {2: [1, 4]}\n")
+    # stage 0: the embedding and one layer; stage 1: four layers, the final norm and the head
+    per_layer = 2 * (2 * D + D * NQ * DH * 2 + 2 * D * NKV * DH + 3 * D * F)
+    assert val(e, "weight_bytes(pp=2, per_device=true)") == 4 * per_layer + 2 * (D + D * V)
+    assert val(e, "weight_bytes(pp=5, per_device=true)") == brute_weight_bytes(1, 5)      # undeclared: even
+    bad = engine_of(write_spec, TOY + "pipeline: {2: [2, 2]}\n")
+    with pytest.raises(SpecError, match="adding up to 5"):
+        bad.evaluate_text("weight_bytes(pp=2, per_device=true)")
