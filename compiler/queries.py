@@ -28,10 +28,12 @@ from .expressions import Evaluator, checked_power
 from ..dsl.limits import check_digits
 from .q_capacity import CapacityQueries
 from .q_compute import ComputeQueries
+from .q_deployment import DeploymentQueries
 from .q_device import DeviceQueries
 from .q_memory import MemoryQueries
 from .q_state import StateQueries
 from .q_structure import StructureQueries
+from .q_time import TimeQueries
 from .query_base import PAIRS, Quantity, _Args, _env  # noqa: F401  (re-exported: other modules import them from here)
 from .query_registry import REGISTRY, SPECIAL_FORMS
 from .spec import Spec
@@ -47,7 +49,8 @@ _FILTERS = {"stage", "component", "op", "layer", "group"}
 # argument names queries use; a spec dimension of the same name cannot be overridden in a query
 _QUERY_ARGS = {"B", "S", "P", "G", "H", "format", "device", "workspace", "extrapolate", "precision", "optimizer",
                "checkpointing", "backward", "spec", "tp", "pp", "ep", "dp", "per_device", "zero", "memory",
-               "block", "dtype", "mfu", "mbu", "overlap", "activations", "act_bytes", "link"} | _FILTERS
+               "block", "dtype", "mfu", "mbu", "overlap", "activations", "act_bytes", "link", "flops", "bandwidth",
+               "link_bandwidth"} | _FILTERS
 
 
 def _hardware_file(spec_path: str, device: str, loc) -> Path:
@@ -62,8 +65,8 @@ def _hardware_file(spec_path: str, device: str, loc) -> Path:
 _ENGINES: dict = {}
 
 
-class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, DeviceQueries,
-                  TrainingQueries, StructureQueries):
+class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, DeviceQueries, DeploymentQueries,
+                  TimeQueries, TrainingQueries, StructureQueries):
     def __init__(self, spec: Spec):
         self.spec = spec
         self._models: dict = {}

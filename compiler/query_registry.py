@@ -38,11 +38,11 @@ class QueryInfo:
 # module names; their order is the order of the README table and of `eval --help`.
 FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
     "memory": [
-        ("params", "group=, op=, layer=, stage=", "params",
+        ("params", "group=, op=, layer=, stage=, " + DEPLOY_ARGS, "params",
          "parameter count (groups: embedding_head, attention_projection, dense_shared_ffn, routed_experts, "
          "engram, other)"),
-        ("weight_bytes", "format=, group=", "B", "bytes of stored weights in a storage format"),
-        ("weight_read_bytes", "B=1, format=", "B",
+        ("weight_bytes", "format=, group=, " + DEPLOY_ARGS, "B", "bytes of stored weights in a storage format"),
+        ("weight_read_bytes", "B=1, format=, " + DEPLOY_ARGS, "B",
          "weight bytes one decode step reads (only the experts B rows can touch; lookup tables excluded)"),
     ],
     "compute": [
@@ -54,10 +54,10 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
         ("rows", "B=1, S=0, P, op=, layer=", "", "rows (positions × requests) an op processes in one call"),
     ],
     "state": [
-        ("kv_bytes_per_token", "format=, component=", "B/token",
+        ("kv_bytes_per_token", "format=, component=, " + DEPLOY_ARGS, "B/token",
          "average growth of the kv-tagged state per token"),
-        ("state_bytes", "H, B=1, format=, component=", "B", "resident state at context length H"),
-        ("decode_read_bytes", "H, B=1, format=, component=", "B",
+        ("state_bytes", "H, B=1, format=, component=, " + DEPLOY_ARGS, "B", "resident state at context length H"),
+        ("decode_read_bytes", "H, B=1, format=, component=, " + DEPLOY_ARGS, "B",
          "bytes one decode step reads (component weights, lookup, a store or a tag)"),
         ("decode_write_bytes", "H, B=1, format=, component=", "B",
          "bytes the step from H to H+1 tokens writes (writes: declarations; else the state's growth)"),
@@ -65,19 +65,37 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
          "state bytes read by the G−1 decode steps"),
     ],
     "capacity": [
-        ("b_max", "device=, H, workspace=0 B, format=", "",
-         "requests that fit on a device"),
+        ("b_max", "device=, H, workspace=0 B, format=, memory=, block=, tp=1, pp=1, ep=1, dp=1", "",
+         "requests that fit on the deployment (workspace= and memory= per device)"),
+        ("h_max", "device=, B=1, workspace=0 B, format=, memory=, block=, tp=1, pp=1, ep=1, dp=1", "tokens",
+         "the longest context at which B requests fit (block=: entries round up to whole blocks)"),
     ],
     "device": [
-        ("device_memory", "device=", "B", "memory of a device in specs/hardware/ (bytes as the device reports them)"),
-        ("device_flops", "device=", "FLOPs/s",
-         "a device's peak dense matrix FLOP/s (its flops: field)"),
-        ("device_bandwidth", "device=", "B/s", "a device's memory bandwidth"),
+        ("device_memory", "device=, memory=", "B",
+         "memory of a device in specs/hardware/ (bytes as the device reports them; memory= a document's figure)"),
+        ("device_flops", "device=, dtype=bf16, flops=", "FLOPs/s",
+         "a device's peak dense matrix FLOP/s for a data type (bf16, else fp16 where it has no bf16)"),
+        ("device_bandwidth", "device=, bandwidth=", "B/s", "a device's memory bandwidth"),
+        ("device_link", "device=, link=nvlink|host", "B/s",
+         "a device's device-to-device (or host) link bandwidth, both directions added"),
+    ],
+    "deployment": [
+        ("comm_bytes", "B=1, S=0, P, tp=1, pp=1, ep=1, per_device=false, component=tp|ep|pp, act_bytes=2", "B",
+         "bytes one device sends in one call (ring all-reduce, all-gather, all-to-all, pipeline sends)"),
+    ],
+    "time": [
+        ("call_time", "B=1, S=0, P, device=, dtype=, format=, tp=1, pp=1, ep=1, dp=1, mfu=1, mbu=1, "
+                      "overlap=false, activations=false, act_bytes=2, flops=, bandwidth=", "s",
+         "roofline time of one call: Σ ops max(FLOPs/(peak·mfu), bytes/(bandwidth·mbu)) + comm bytes/link"),
+        ("ttft", "P, B=1, device=, ...", "s", "time to first token: the prefill call of P tokens (S = 0)"),
+        ("tpot", "H, B=1, device=, ...", "s", "time per output token: one decode step at context H (S = H, P = 1)"),
+        ("throughput", "H, B, device=, ...", "tokens/s", "decode tokens per second of B requests at context H"),
     ],
     "training": [
-        ("train_memory", "B=1, P, precision=mixed, optimizer=adam, component=, checkpointing=", "B",
+        ("train_memory", "B=1, P, precision=mixed, optimizer=adam, component=, checkpointing=, "
+                         "tp=1, pp=1, dp=1, zero=0, per_device=false", "B",
          "training memory; component weights|gradients|master|<optimizer state>|moments|optimizer|static|"
-         "activations"),
+         "activations; zero=1|2|3 partitions optimizer states, + gradients, + weights over dp"),
         ("train_flops", "B=1, P, checkpointing=, backward=2, <option>=", "FLOPs",
          "matrix FLOPs of one training step: (1 + backward + recompute) forward passes"),
     ],

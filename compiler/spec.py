@@ -16,7 +16,8 @@ from .symbols import RESERVED
 
 TOP_KEYS = {"model", "source", "description", "imports", "dims", "max_context", "sets", "options", "formats",
             "stores", "blocks", "elementwise", "stack", "claims", "claims_files", "notes",
-            "training"}  # training: read and checked by compiler/training.py (from Spec.raw)
+            "training",  # training: read and checked by compiler/training.py (from Spec.raw)
+            "pipeline"}  # pipeline: {pp: [layers per stage]}, read by compiler/sharding.py (from Spec.raw)
 LIB_KEYS = {"description", "imports", "blocks", "elementwise", "notes"}
 
 
@@ -123,6 +124,7 @@ class StoreDef:
     bytes: dict             # format name (or 'default') -> AST bytes per entry
     doc: str
     loc: Loc
+    shard: object = None    # tp split: None/'replicated', or an AST counting the pieces (e.g. n_kv)
 
 
 @dataclass
@@ -368,7 +370,7 @@ def load_spec(path: str | Path) -> Spec:
 
     stores = {}
     for key, value in (raw.get("stores") or {}).items():
-        value = check_keys(value, {"tags", "bytes", "doc"}, {"bytes"}, f"store '{key}'")
+        value = check_keys(value, {"tags", "bytes", "doc", "shard"}, {"bytes"}, f"store '{key}'")
         byte_map = value["bytes"]
         if byte_map is None:
             raise SpecError(f"store '{key}' has empty bytes", raw["stores"].key_loc(key),
@@ -382,7 +384,11 @@ def load_spec(path: str | Path) -> Spec:
                     raise SpecError(f"store '{key}' gives bytes for unknown format '{fmt_name}'",
                                     byte_map.key_loc(fmt_name), expected=did_you_mean(fmt_name, formats))
         tags = tuple(str(name(t, "tag")) for t in seq(value["tags"], "tags")) if value.get("tags") is not None else ()
-        stores[key] = StoreDef(key, tags, per_format, opt_text(value, "doc", f"store '{key}'"), raw["stores"].key_loc(key))
+        shard = value.get("shard")
+        if shard is not None:
+            shard = "replicated" if str(shard) == "replicated" else parse_expr(text(shard, "shard"))
+        stores[key] = StoreDef(key, tags, per_format, opt_text(value, "doc", f"store '{key}'"), raw["stores"].key_loc(key),
+                               shard)
 
     stack = []
     for item in seq(raw["stack"], "stack"):

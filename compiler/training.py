@@ -38,6 +38,16 @@ many extra forward passes the policy recomputes during the backward pass:
 
 Activation bytes = Σ_segments layers(segment) · saved(segment) · B · P · bytes.
 
+*Deployment* (tp=, pp=, dp=, per_device=true, zero=0|1|2|3): per-parameter state
+follows the weights' sharding (compiler/sharding.py: the most loaded device's
+parameters over tp and pp); ZeRO then partitions it over the dp ranks, stage by
+stage as DeepSpeed does — zero=1 the optimizer states (master copy and moments),
+zero=2 also the gradients, zero=3 also the weights — each rank keeping
+ceil(params / dp) of a partitioned component. Activations are those of the
+ceil(B / dp) sequences of one rank on the most loaded pipeline stage's layers; they
+are not split over tp (no sequence parallelism). Without per_device=true the deployment
+arguments are not used: train_memory is the whole model's.
+
 *Training FLOPs* of one step on B sequences of P tokens are (1 + backward +
 recompute) forward passes: the forward matrix FLOPs (flops(B, S=0, P) with the
 spec's options, e.g. head=all), a backward pass of `backward` = 2 forwards
@@ -54,6 +64,7 @@ from ..dsl.parser import parse_expr
 from ..dsl.units import BYTES, FLOPS
 from ..dsl.yamlload import Map
 from .query_base import Quantity, _env
+from .sharding import weight_fraction
 
 # precision recipe: component -> dtype (bytes per parameter)
 PRECISIONS = {
@@ -141,7 +152,8 @@ class TrainingQueries:
             raise SpecError(f"unknown checkpointing policy '{name}'", a.loc, expected=did_you_mean(name, tr.policies))
         return name
 
-    def _activation_bytes(self, model, tr: _Training, policy: str, batch, seq, loc) -> sp.Expr:
+    def _activation_bytes(self, model, tr: _Training, policy: str, batch, seq, loc, only=None) -> sp.Expr:
+        """only: segment -> the layers to count (one pipeline stage); default every layer."""
         from .expressions import Evaluator
         from .symbols import B, P
 
@@ -157,8 +169,35 @@ class TrainingQueries:
                 segments = {op.segment for op in model.ops}
                 raise SpecError(f"checkpointing policy '{policy}' names unknown stack segment '{seg}'", seg_loc,
                                 span=len(seg), expected=did_you_mean(seg, segments))
+            if only is not None:
+                layers = only.get(seg, set()) if any(op.layers for op in model.ops if op.segment == seg) else layers
             total += len(layers) * Evaluator(env, what="name")(node)
         return (total * B * P * per_elem).xreplace({B: batch, P: seq})
+
+    @staticmethod
+    def _zero(a) -> int:
+        a.used.add("zero")
+        value = a.raw("zero")
+        if value is None:
+            return 0
+        if value not in (sp.Integer(0), sp.Integer(1), sp.Integer(2), sp.Integer(3)):
+            raise SpecError(f"'zero=' takes a ZeRO stage 0, 1, 2 or 3, got {value}", a._node_loc("zero"),
+                            expected="zero=1 (optimizer states), 2 (+ gradients) or 3 (+ weights)")
+        return int(value)
+
+    def _stage_activations(self, model, tr, policy, batch, seq, dep, loc):
+        """Activation bytes of the most loaded pipeline stage (layers of each segment on it)."""
+        if dep.pp == 1:
+            return self._activation_bytes(model, tr, policy, batch, seq, loc)
+        stage_of = self._stage_of(model, dep.pp, loc)
+        per_stage = []
+        for stage in range(dep.pp):
+            sub = {}
+            for op in model.ops:
+                if op.layers:
+                    sub.setdefault(op.segment, set()).update(l for l in op.layers if stage_of[l] == stage)
+            per_stage.append(self._activation_bytes(model, tr, policy, batch, seq, loc, sub))
+        return self._most_loaded(per_stage)
 
     def q_train_memory(self, model, a):
         tr = self._training()
@@ -180,16 +219,34 @@ class TrainingQueries:
             "optimizer": ({"master"} & set(precision)) | set(optimizer),
             "moments": set(optimizer),
         }.get(component, {component})
+        dep = self._deployment(a, ("tp", "pp", "dp"))
+        zero = self._zero(a)
+        if not dep.per_device and (zero or not dep.trivial):
+            raise SpecError("tp=, pp=, dp= and zero= size one device: add per_device=true", a.loc,
+                            expected="train_memory(..., dp=8, zero=2, per_device=true)")
         n_params = self._sum_params(model, {}, a.loc)
+        if dep.per_device:
+            terms = [(op.layers, op.segment, op.mult, op.params() * weight_fraction(op, dep, a.loc)) for op in model.ops]
+            n_params = self._most_loaded(self._per_stage(model, dep, terms, a.loc))
+        # the ZeRO stage from which each component is partitioned over dp
+        zero_from = {"weights": 3, "gradients": 2}
         total = sp.Integer(0)
         for part in sorted(picked - {"activations"}):
             recipe = precision if part in _PRECISION_KEYS else optimizer
             if part in recipe:
-                total += n_params * self._dtype_bytes(model, recipe[part], a.loc)
+                held = n_params
+                if dep.dp > 1 and zero >= zero_from.get(part, 1):
+                    held = sp.ceiling(n_params / dep.dp)
+                total += held * self._dtype_bytes(model, recipe[part], a.loc)
         if "activations" in picked:
             if component == "activations" or a.raw("P") is not None:
                 policy = self._policy(tr, a)
-                total += self._activation_bytes(model, tr, policy, a.scenario("B", 1), a.scenario("P"), a.loc)
+                batch = a.scenario("B", 1)
+                if dep.per_device:
+                    total += self._stage_activations(model, tr, policy, sp.ceiling(batch / dep.dp), a.scenario("P"),
+                                                     dep, a.loc)
+                else:
+                    total += self._activation_bytes(model, tr, policy, batch, a.scenario("P"), a.loc)
             else:
                 a.scenario("P")   # the total needs the sequence length: a located 'missing P=' error
         return Quantity(total, BYTES)

@@ -6,6 +6,8 @@ quantities:
   flops       — matrix FLOPs of one decode step at context H:
                 flops(B=1, S=H-1, P=1), totals (and components for one model)
   b_max       — requests that fit on a device: b_max(device, H, workspace)
+  tpot        — roofline time of one decode step at context H, tpot(H, B=1, device=),
+                one series per (model, device); several devices comma-separated
 
 Each plot keeps its data (Series: x, exact y from the query engine) so tests
 check structure and values, not pixels. Points beyond a spec's maximum
@@ -24,7 +26,8 @@ from . import views as v
 DEFAULT_CONTEXTS = [2 ** k for k in range(10, 21)]     # 1K … 1M
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
           "#bcbd22"]
-QUANTITIES = ("state_bytes", "flops", "b_max")
+QUANTITIES = ("state_bytes", "flops", "b_max")     # also the docs' cross-model charts
+EXTRA_QUANTITIES = ("tpot",)                       # on request only (specc plot --quantity tpot)
 
 
 @dataclass
@@ -114,6 +117,19 @@ def b_max_plot(engines: list, device: str = "h100_sxm", workspace: str = "2 GiB"
     return plot
 
 
+def tpot_plot(engines: list, devices=("h100_sxm",), contexts=None, fmt: str | None = None, batch: int = 1) -> Plot:
+    contexts = contexts or DEFAULT_CONTEXTS
+    fa = f", format={fmt}" if fmt else ""
+    plot = Plot("tpot", f"Time per output token (roofline, B={batch}) vs context length", "context length H (tokens)",
+                "seconds per decode step (ms)", scale=1e-3)
+    for e in engines:
+        for device in devices:
+            series = _series(e, device, lambda h, d=device: f"tpot(H={h}, B={batch}, device={d}{fa}, extrapolate=true)",
+                             contexts)
+            plot.series.append(series)
+    return plot
+
+
 def make_plot(quantity: str, engines: list, **kw) -> Plot:
     if quantity == "state_bytes":
         return state_bytes_plot(engines, kw.get("contexts"), kw.get("fmt"))
@@ -122,7 +138,10 @@ def make_plot(quantity: str, engines: list, **kw) -> Plot:
     if quantity == "b_max":
         return b_max_plot(engines, kw.get("device") or "h100_sxm", kw.get("workspace") or "2 GiB",
                           kw.get("contexts"), kw.get("fmt"))
-    raise v.RenderError(f"unknown quantity '{quantity}'; choose one of {', '.join(QUANTITIES)}")
+    if quantity == "tpot":
+        devices = [d.strip() for d in (kw.get("device") or "h100_sxm").split(",") if d.strip()]
+        return tpot_plot(engines, devices, kw.get("contexts"), kw.get("fmt"))
+    raise v.RenderError(f"unknown quantity '{quantity}'; choose one of {', '.join(QUANTITIES + EXTRA_QUANTITIES)}")
 
 
 # ------------------------------------------------------------------ drawing

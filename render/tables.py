@@ -8,6 +8,8 @@ kinds:
   flops    — matrix FLOPs by component for each spec and scenario
   state    — state bytes by store for each spec and context length
   compare  — one row per spec, one column per query (Bảng 2-A / 2-C / 2-E)
+  roofline — per op of one call on a device: FLOPs, bytes, arithmetic intensity,
+             which bound applies and its time (LLM-Viewer's table, exact inputs)
 
 Every number comes from QueryEngine.evaluate_text or from Model ops."""
 
@@ -555,4 +557,35 @@ def compare_table(engines: list, columns=None, title: str = "Comparison") -> Tab
     t.notes.append("Queries: " + "; ".join(f"{c.label} = {c.query}" for c in columns) + ".")
     if any_ext:
         t.notes.append("* extrapolated beyond the spec's maximum context (same structure, by formula).")
+    return t
+
+
+DEFAULT_ROOFLINE = "B=1, S=4096, P=1, device=h100_sxm"
+
+
+def roofline_table(engine: QueryEngine, args: str | None = None) -> Table:
+    """One row per op of call_time(args) (per device), then communication and the total;
+    the rows add up to call_time itself (checked here, not assumed)."""
+    args = args or DEFAULT_ROOFLINE
+    total = engine.evaluate_text(f"call_time({args}, extrapolate=true)")
+    rows, comm_s, overlap = engine.last_roofline
+    t = Table(f"{engine.spec.model}: roofline of call_time({args})",
+              ["Op", "Kind", "GFLOPs", "MB", "FLOP/B", "Bound", "Time (µs)"], [])
+    for r in rows:
+        intensity = r.intensity
+        t.rows.append([r.name, r.kind, f"{float(r.flops) / 1e9:,.3f}", f"{float(r.bytes) / 1e6:,.3f}",
+                       "—" if intensity is None else f"{float(intensity):,.1f}", r.bound,
+                       f"{float(r.time) * 1e6:,.2f}"])
+        t.data.append({"op": r.name, "flops": r.flops, "bytes": r.bytes, "time": r.time, "bound": r.bound})
+    compute = sp.Add(*[r.time for r in rows])
+    check = sp.Max(compute, comm_s) if overlap else compute + comm_s
+    if sp.simplify(check - total.value) != 0:
+        raise SpecError(f"roofline rows add up to {check}, but call_time is {total.value}", None)
+    t.rows.append(["communication", "link", "", "", "", "overlapped" if overlap else "added",
+                   f"{float(comm_s) * 1e6:,.2f}"])
+    t.rows.append(["total", "", f"{float(sp.Add(*[r.flops for r in rows])) / 1e9:,.3f}",
+                   f"{float(sp.Add(*[r.bytes for r in rows])) / 1e6:,.3f}", "", "",
+                   f"{float(total.value) * 1e6:,.2f}"])
+    t.notes.append("Per device of the deployment; FLOPs and bytes exact, times at the datasheet peak "
+                   "(mfu/mbu scale them). Conventions: compiler/q_time.py and README 'Deployment sizing'.")
     return t

@@ -87,7 +87,8 @@ def graph(spec, level, block, fmt, output, options):
 
 @main.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
-@click.option("--kind", type=click.Choice(["modules", "params", "flops", "state", "compare"]), default="modules",
+@click.option("--kind", type=click.Choice(["modules", "params", "flops", "state", "compare", "roofline"]),
+              default="modules",
               show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["md", "html", "csv", "latex"]), default="md", show_default=True)
 @click.option("--column", "columns", multiple=True, metavar="LABEL=QUERY[@UNIT]",
@@ -108,6 +109,7 @@ def table(specs, kind, fmt, columns, scenarios, contexts, unit, state_format, ou
     flops    matrix FLOPs by component and stage per scenario, per spec
     state    state bytes by store at several context lengths, per spec
     compare  one row per spec, one column per query (--column LABEL=QUERY@UNIT)
+    roofline per op of one call on a device (--scenario 'B=1, S=4096, P=1, device=h100_sxm, tp=8')
     \b
     specc table specs/<model>.yaml --kind modules
     specc table specs/*.yaml --kind params --format csv
@@ -128,6 +130,8 @@ def table(specs, kind, fmt, columns, scenarios, contexts, unit, state_format, ou
         elif kind == "flops":
             scen = [tuple(s.split("=", 1)) for s in scenarios] or None
             out = [render(T.flops_table(e, scen, unit or "GFLOPs")) for e in engines]
+        elif kind == "roofline":
+            out = [render(T.roofline_table(e, s)) for e in engines for s in (scenarios or [None])]
         elif kind == "state":
             out = [render(T.state_table(e, list(contexts) or None, state_format)) for e in engines]
         else:
@@ -140,9 +144,9 @@ def table(specs, kind, fmt, columns, scenarios, contexts, unit, state_format, ou
 
 @main.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
-@click.option("--quantity", type=click.Choice(["state_bytes", "flops", "b_max"]), default="state_bytes",
+@click.option("--quantity", type=click.Choice(["state_bytes", "flops", "b_max", "tpot"]), default="state_bytes",
               show_default=True)
-@click.option("--device", default="h100_sxm", show_default=True, help="b_max: a device under specs/hardware/.")
+@click.option("--device", default="h100_sxm", show_default=True, help="b_max, tpot: a device under specs/hardware/ (tpot: several, comma-separated).")
 @click.option("--workspace", default="2 GiB", show_default=True, help="b_max: reserved memory.")
 @click.option("--context", "contexts", multiple=True, type=int, help="Context lengths (default 1K…1M, powers of 2).")
 @click.option("--components/--totals", default=None, help="Draw components too (default: for one spec).")
@@ -157,6 +161,7 @@ def plot(specs, quantity, device, workspace, contexts, components, state_format,
     state_bytes  state per request, log-log, totals and stores
     flops        matrix FLOPs of one decode step at context H
     b_max        requests that fit on --device with --workspace reserved
+    tpot         roofline time of one decode step at context H on each --device
     \b
     specc plot specs/a.yaml specs/b.yaml --quantity state_bytes -o state.svg
     specc plot specs/a.yaml --quantity b_max --device rtx_4090 --workspace '2 GiB' -o bmax.png
