@@ -89,7 +89,9 @@ def _note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
             store.deps[path] = compiled.file_hash(path)
 
 
-def _template(engine: QueryEngine, template: str, bind: dict) -> Template | None:
+def _template(engine: QueryEngine, template: str, bind, vector: bool = False) -> Template | None:
+    """The closed form of a normalized query in the parameters `bind` (names),
+    printed; None when it has none. With vector=True, printed for numpy too."""
     checks: list = []
     try:
         with _recording_context_checks(checks):
@@ -100,10 +102,27 @@ def _template(engine: QueryEngine, template: str, bind: dict) -> Template | None
             return None
         source = codegen.emit(value, names, "python", name="q")
         printed = tuple((codegen.emit(c, names, "python", name="c"), limit, allowed) for c, limit, allowed in checks)
+        grid = None
+        if vector:
+            grid = (codegen.emit(value, names, "vector", name="q"),
+                    tuple(codegen.emit(c, names, "vector", name="c") for c, _, _ in checks))
     except (SpecError, codegen.CodegenError, ValueError, TypeError, ZeroDivisionError, AttributeError):
         return None   # no closed form in these arguments: the literal query is answered exactly instead
     return Template(tuple(names), source, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
-                    tuple(printed), bool(result.extrapolated))
+                    tuple(printed), bool(result.extrapolated), grid)
+
+
+def grid_template(engine: QueryEngine, text: str, names) -> Template | None:
+    """The template of `text` (parameters `names`) with its numpy printing, stored."""
+    store = store_for(engine)
+    entry = store.templates.get(text)
+    if entry is None or entry.vector is None:
+        entry = _template(engine, text, names, vector=True)
+        if entry is not None:
+            store.templates[text] = entry
+            _note_dependencies(engine, store)
+            _dirty.add(engine.spec.path)
+    return entry
 
 
 def answer(engine: QueryEngine, text: str, extra_deps=()) -> Answer:

@@ -75,10 +75,11 @@ class Template(_Record):
     """A printed closed form: args (parameter names, in call order), source (the
     function `q(*args)`, codegen's python target), dims, unit, checks ((printed
     context function `c`, max_context, extrapolate allowed), ...), extrapolated
-    (already so at its literal arguments)."""
+    (already so at its literal arguments), vector (the same, printed for numpy grids)."""
 
-    __slots__ = ("args", "source", "dims", "unit", "checks", "extrapolated")
-    _defaults = {"checks": (), "extrapolated": False}
+    __slots__ = ("args", "source", "dims", "unit", "checks", "extrapolated", "vector")
+    # vector: (value, (context, ...)) printed for numpy grids, made on a sweep's first use
+    _defaults = {"checks": (), "extrapolated": False, "vector": None}
 
 
 class Answer(_Record):
