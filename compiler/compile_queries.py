@@ -80,6 +80,7 @@ def store_for(engine: QueryEngine) -> Store:
     if store is None:
         store = Store(compiled.engine_hash())
         compiled._STORES[str(Path(engine.spec.path).resolve())] = store
+        _note_dependencies(engine, store)
     return store
 
 
@@ -87,6 +88,8 @@ def _note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
     for path in sorted(_dependencies(engine) | {str(Path(p).resolve()) for p in extra}):
         if path not in store.deps:
             store.deps[path] = compiled.file_hash(path)
+    # within this process too, a later change of any of them retires the store
+    compiled._SIGNATURES[str(Path(engine.spec.path).resolve())] = compiled._signature(store)
 
 
 def _template(engine: QueryEngine, template: str, bind, vector: bool = False) -> Template | None:

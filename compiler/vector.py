@@ -146,6 +146,9 @@ def _i_where(c, a, b):
         return a
     if not c.can_true:
         return b
+    if isinstance(a, (Truth, bool)) or isinstance(b, (Truth, bool)):   # a choice between conditions
+        a, b = _truth(a), _truth(b)
+        return Truth(a.can_true or b.can_true, a.can_false or b.can_false)
     return _hull(a, b)
 
 
@@ -194,6 +197,11 @@ def _i_rat(p, q):
     raise NotInt64("a rational constant")
 
 
+def _undefined():
+    # a closed form undefined somewhere: the exact lane evaluates (and reports) each point
+    raise NotInt64("a branch without an otherwise")
+
+
 def _exec(namespace: dict, source: str, name: str):
     ns = dict(namespace)
     exec(PYTHON_PRELUDE + VECTOR_PRELUDE, ns)  # noqa: S102 - the project's own support code
@@ -203,7 +211,7 @@ def _exec(namespace: dict, source: str, name: str):
 
 
 _INTERVAL_NS = {"_where": _i_where, "_min": _i_min, "_max": _i_max, "_and": _i_and, "_or": _i_or,
-                "_not": _not, "_abs": _i_abs, "_q": _i_q, "_rat": _i_rat}
+                "_not": _not, "_abs": _i_abs, "_q": _i_q, "_rat": _i_rat, "_undefined_v": _undefined}
 
 
 def bounds(source: str, ranges: list, name: str = "q") -> tuple[Interval, int]:
@@ -228,7 +236,8 @@ def _numpy_ns():
         return np.where(c, a, b)
 
     return {"_where": where, "_min": np.minimum, "_max": np.maximum, "_and": np.logical_and,
-            "_or": np.logical_or, "_not": np.logical_not, "_abs": np.abs, "_q": q, "_rat": _i_rat}
+            "_or": np.logical_or, "_not": np.logical_not, "_abs": np.abs, "_q": q, "_rat": _i_rat,
+            "_undefined_v": _undefined}
 
 
 def run(source: str, arrays: list, name: str = "q"):
