@@ -312,12 +312,15 @@ class _Printer:
         return self.t.select(body, otherwise) if body else otherwise
 
 
-def emit(expr, args: list[str], target: str = "python", name: str = "f") -> str:
+def emit(expr, args: list[str], target: str = "python", name: str = "f", shared: bool | None = None) -> str:
     """Source text of a function `name(*args)` that computes `expr` exactly.
 
     `args` name the sympy symbols the expression may use (by their names); any
-    other free symbol is a CodegenError. Common sub-expressions are computed
-    once."""
+    other free symbol is a CodegenError. With `shared`, common sub-expressions
+    are computed once (sympy's cse); that is the default for the targets that
+    evaluate many points per call (vector, javascript), not for python, whose
+    functions answer one point and where cse would cost a cold run more than
+    it saves."""
     t = TARGETS[target]
     expr = sp.sympify(expr)
     if expr.has(sp.Float):
@@ -329,7 +332,9 @@ def emit(expr, args: list[str], target: str = "python", name: str = "f") -> str:
             names[symbols[arg]] = arg
     printer = _Printer(t, names)
     lets = []
-    if expr.count_ops() > 8:
+    if shared is None:
+        shared = target != "python"
+    if shared and expr.count_ops() > 8:
         replacements, (reduced,) = sp.cse(expr, symbols=sp.numbered_symbols("_t"), optimizations=None)
         inline = {}
         for sym, sub in replacements:
@@ -349,8 +354,8 @@ def prelude(target: str = "python") -> str:
     return {"python": PYTHON_PRELUDE, "vector": PYTHON_PRELUDE + VECTOR_PRELUDE, "javascript": JS_PRELUDE}[target]
 
 
-def compile_python(expr, args: list[str], name: str = "f"):
+def compile_python(expr, args: list[str], name: str = "f", shared: bool | None = None):
     """The emitted Python function itself (for tests and the symbolic-miss path)."""
     namespace: dict = {}
-    exec(prelude("python") + "\n" + emit(expr, args, "python", name), namespace)  # noqa: S102 - our own printed code
+    exec(prelude("python") + "\n" + emit(expr, args, "python", name, shared), namespace)  # noqa: S102 - our own printed code
     return namespace[name]

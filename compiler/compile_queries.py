@@ -128,24 +128,31 @@ def grid_template(engine: QueryEngine, text: str, names) -> Template | None:
     return entry
 
 
-def answer(engine: QueryEngine, text: str, extra_deps=()) -> Answer:
+def answer(engine: QueryEngine, text: str, extra_deps=(), eager: bool = False) -> Answer:
     """The answer to one query, compiling (and storing) it on a miss. Errors are
-    raised by the symbolic engine as located SpecErrors."""
+    raised by the symbolic engine as located SpecErrors.
+
+    A query shape is compiled the second time it is asked with other values
+    (or at once with eager=True): compiling a closed form in symbols costs a
+    few times one evaluation at literal values, so a first run is no slower
+    than the symbolic path, and the literal answer is stored either way."""
     spec_path = engine.spec.path
     store = store_for(engine)
-    if text in store.literals:
+    if not eager and text in store.literals:
         return store.literals[text]
     template, bind = compiled.normalize(text)
     if bind:
-        if template not in store.templates:
+        if template not in store.templates and (eager or template in store.seen):
             store.templates[template] = _template(engine, template, bind)
             _note_dependencies(engine, store, extra_deps)
             _dirty.add(spec_path)
-        entry = store.templates[template]
+        entry = store.templates.get(template)
         if entry is not None:
             found = compiled.run(entry, bind)
             if found is not None:
                 return found
+        if template not in store.templates:
+            store.seen[template] = store.seen.get(template, 0) + 1
     # the symbolic path: the reference, and the only one that reports errors
     result = engine.evaluate_text(text, "<query>")
     value = _exact(result.value)

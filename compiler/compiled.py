@@ -92,9 +92,10 @@ class Answer(_Record):
 class Store(_Record):
     """engine (hash), deps (path -> sha256 of its bytes), templates (normalized
     text -> Template, or None: no closed form), literals (text -> Answer), verify
-    (claim-files key -> claim records)."""
+    (claim-files key -> claim records), seen (normalized texts asked once, not
+    compiled yet -> count)."""
 
-    __slots__ = ("engine", "deps", "templates", "literals", "verify", "format")
+    __slots__ = ("engine", "deps", "templates", "literals", "verify", "seen", "format")
     _defaults = {"format": FORMAT}
 
 

@@ -80,6 +80,19 @@ def test_every_shipped_claim_has_the_same_verdict_and_text_on_both_paths(cache):
                 # only what needs the symbolic engine keeps its verdict as data
                 assert record["claim"]["expect_formula"] is not None or record["verdict"] == "ERROR", record
     assert len(fast) == len(slow) > 900
+    # and every numeric claim's query, answered by its compiled closed form where it has one
+    compiled_forms = with_arguments = 0
+    for r in slow:
+        value = None if r.computed is None else r.computed.value
+        if r.claim.expect_formula is None and value is not None and value.is_Rational:
+            engine = _engine(r.claim.spec)
+            found = compile_queries.answer(engine, str(r.claim.eval), eager=True)
+            assert found.value == value and found.extrapolated == r.computed.extrapolated, r.claim.id
+            template, bind = compiled.normalize(str(r.claim.eval))
+            with_arguments += bool(bind)
+            compiled_forms += bool(bind) and compiled.load(r.claim.spec).templates.get(template) is not None
+    # (queries without scenario arguments, e.g. params(), are constants: their exact value is stored)
+    assert with_arguments > 250 and compiled_forms >= 0.8 * with_arguments
     for fmt in ("text", "json", "md", "junit"):
         assert FORMATS[fmt](fast) == FORMATS[fmt](slow), fmt
     recomputed = [r for r in fast if hasattr(r, "value")]
@@ -95,7 +108,7 @@ QUERIES = ["flops(B={B}, S={S}, P={P}, extrapolate=true)", "state_bytes(H={H}, B
 def _both(engine, text):
     """(value, extrapolated) or the error message, by each path."""
     try:
-        fast = compile_queries.answer(engine, text)
+        fast = compile_queries.answer(engine, text, eager=True)   # from the compiled closed form
         fast = (fast.value if isinstance(fast.value, (int, Fraction)) else str(fast.value), fast.extrapolated)
     except SpecError as exc:
         fast = exc.render()
@@ -134,12 +147,12 @@ def test_random_points_agree_with_the_symbolic_engine(path, data, cache):
 def test_fast_path_still_validates(cache):
     v41 = REPO / "specs" / "deepseek_v41.yaml"
     engine = _engine(v41)
-    compile_queries.answer(engine, "flops(P=8192)")            # the template exists now
+    compile_queries.answer(engine, "flops(P=8192)", eager=True)   # the template exists now
     found = compiled.lookup(v41, "flops(P=2000000)")
     assert found is None                                         # beyond max_context: the symbolic path reports it
     with pytest.raises(SpecError, match="exceeds"):
         compile_queries.answer(engine, "flops(P=2000000)")
-    ext = compile_queries.answer(engine, "flops(P=2000000, extrapolate=true)")
+    ext = compile_queries.answer(engine, "flops(P=2000000, extrapolate=true)", eager=True)
     assert ext.extrapolated and compiled.lookup(v41, "flops(P=2000000, extrapolate=true)").extrapolated
     with pytest.raises(SpecError, match="at least 1"):
         compile_queries.answer(engine, "flops(P=0)")
