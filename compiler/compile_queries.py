@@ -22,7 +22,7 @@ import sympy as sp
 
 from ..dsl.errors import SpecError
 from ..dsl.units import DISPLAY, dims_name
-from . import codegen, compiled, queries
+from . import compiled, queries
 from .compiled import Answer, Store, Template
 from .queries import QueryEngine
 
@@ -95,6 +95,8 @@ def _note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
 def _template(engine: QueryEngine, template: str, bind, vector: bool = False) -> Template | None:
     """The closed form of a normalized query in the parameters `bind` (names),
     printed; None when it has none. With vector=True, printed for numpy too."""
+    from . import codegen   # only a compile needs the printer
+
     checks: list = []
     try:
         with _recording_context_checks(checks):
