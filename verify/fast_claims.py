@@ -24,7 +24,7 @@ from ..compiler import compiled
 class _Claim:
     """The parts of a claim the output formats print."""
 
-    __slots__ = ("id", "spec", "source", "eval", "expect", "expect_formula", "erratum", "note")
+    __slots__ = ("id", "spec", "source", "eval", "expect", "expect_formula", "erratum", "note", "fact_check")
 
     def __init__(self, **fields):
         for name in self.__slots__:
@@ -66,6 +66,8 @@ class FastResult:
     def _show(self, value) -> str:
         scaled = Fraction(value) / self.unit_factor
         digits = self.decimals + 2
+        if scaled.denominator == 1:      # as verify.claims.Result shows it: an integer as one
+            return f"{scaled.numerator:,} {self.unit_label}".strip()
         text = f"{float(scaled):,.{digits}f}" if digits < 12 else str(scaled)
         return f"{text} {self.unit_label}".strip()
 
@@ -115,13 +117,14 @@ def _record(result, engine) -> dict:
     claim = {"id": c.id, "spec": c.spec, "source": c.source, "eval": str(c.eval),
              "expect": None if c.expect is None else str(c.expect),
              "expect_formula": None if c.expect_formula is None else str(c.expect_formula),
-             "erratum": c.erratum, "note": c.note}
+             "erratum": c.erratum, "note": c.note, "fact_check": c.fact_check}
     record = {"claim": claim, "unit_label": result.unit_label, "unit_factor": Fraction(result.unit_factor),
               "decimals": result.decimals,
               "low": None if result.low is None else _fraction(result.low),
               "high": None if result.high is None else _fraction(result.high)}
     value = None if result.computed is None else result.computed.value
-    dynamic = (c.expect_formula is None and result.verdict in ("PASS", "FAIL", "XFAIL", "XPASS")
+    # an inequality claim keeps the engine's verdict (its bound is not an interval of printed digits)
+    dynamic = (c.expect_formula is None and result.bound is None and result.verdict in ("PASS", "FAIL", "XFAIL", "XPASS")
                and value is not None and value.is_Rational and result.low is not None)
     if dynamic:
         found = compile_queries.answer(engine, str(c.eval))
