@@ -88,8 +88,7 @@ def _note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
     for path in sorted(_dependencies(engine) | {str(Path(p).resolve()) for p in extra}):
         if path not in store.deps:
             store.deps[path] = compiled.file_hash(path)
-    # within this process too, a later change of any of them retires the store
-    compiled._SIGNATURES[str(Path(engine.spec.path).resolve())] = compiled._signature(store)
+    # within this process too, a later change of any of them retires the store (compiled.load re-hashes)
 
 
 def _template(engine: QueryEngine, template: str, bind, vector: bool = False) -> Template | None:

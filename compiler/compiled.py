@@ -219,34 +219,18 @@ def _valid(store) -> bool:
     return all(file_hash(path) == digest for path, digest in store.deps.items())
 
 
-_SIGNATURES: dict = {}
-
-
-def _signature(store: Store) -> tuple:
-    """(mtime, size) of every dependency: cheap to re-check within one process."""
-    out = []
-    for path in store.deps:
-        try:
-            st = Path(path).stat()
-            out.append((st.st_mtime_ns, st.st_size))
-        except OSError:
-            out.append(None)
-    return tuple(out)
-
-
 def load(spec_path) -> Store | None:
-    """The spec's validated store, or None (missing, damaged, or any dependency changed)."""
+    """The spec's validated store, or None (missing, damaged, or any dependency changed).
+    A store already in memory is re-validated by hashing its dependencies (small files,
+    microseconds each): a file rewritten within the same clock tick keeps its mtime and size."""
     key = str(Path(spec_path).resolve())
-    if key in _STORES:
-        store = _STORES[key]
-        if store is None or key not in _SIGNATURES or _SIGNATURES[key] == _signature(store):
-            return store
+    store = _STORES.get(key)
+    if store is not None and all(file_hash(path) == digest for path, digest in store.deps.items()):
+        return store
     path = _store_path(spec_path)
     store = disk_cache.load(path) if path is not None else None
     store = store if _valid(store) else None
     _STORES[key] = store
-    if store is not None:
-        _SIGNATURES[key] = _signature(store)
     return store
 
 

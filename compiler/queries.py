@@ -78,9 +78,14 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         """The process's engine for this spec file (one per file), so a spec asked
         through spec=NAME by another is compiled once."""
         path = Path(spec.path).resolve()
-        if path not in _ENGINES:
-            _ENGINES[path] = cls(spec)
-        return _ENGINES[path]
+        try:
+            content = path.read_bytes()
+        except OSError:
+            content = None
+        # a file rewritten in the same process (a test, a notebook) gets a new engine
+        if path not in _ENGINES or _ENGINES[path][0] != content:
+            _ENGINES[path] = (content, cls(spec))
+        return _ENGINES[path][1]
 
     # ------------------------------------------------------------ models and sums
     def model(self, choices: dict, overrides: dict | None = None) -> Model:
@@ -183,7 +188,7 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         if name not in self._siblings:
             # next to this spec, then on --path/SPECC_PATH, then among the shipped specs
             path = spec_file(name, self.spec.path, loc)
-            self._siblings[name] = _ENGINES.get(path) or QueryEngine.shared(load_spec(path))
+            self._siblings[name] = _ENGINES[path][1] if path in _ENGINES else QueryEngine.shared(load_spec(path))
         return self._siblings[name]
 
     # ------------------------------------------------------------ evaluation of query expressions

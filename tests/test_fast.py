@@ -24,7 +24,6 @@ SPECC = [sys.executable, "-m", "specc"]
 
 def _reset():
     compiled._STORES.clear()
-    compiled._SIGNATURES.clear()
     compile_queries._dirty.clear()
 
 

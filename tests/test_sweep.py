@@ -29,10 +29,8 @@ V41 = REPO / "specs" / "deepseek_v41.yaml"
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECC_CACHE_DIR", str(tmp_path / "cache"))
     compiled._STORES.clear()
-    compiled._SIGNATURES.clear()
     yield
     compiled._STORES.clear()
-    compiled._SIGNATURES.clear()
     compile_queries._dirty.clear()
 
 
