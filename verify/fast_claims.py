@@ -133,7 +133,7 @@ def _record(result, engine) -> dict:
                           dims=found.dims)
             return record
     record.update(verdict=result.verdict, message=result.message, exact=result.computed_exact(),
-                  display=result.computed_display())
+                  display=result.computed_display(), bound=result.bound)
     return record
 
 
