@@ -150,8 +150,9 @@ def check(specs):
 
 # Commands owned by other modules register themselves on `main` when imported:
 # cli_render (graph, table, report, plot), cli_hf (import-hf, crosscheck),
-# cli_coverage (coverage of the claim catalogs), cli_blocks (the block library reference).
-from . import cli_blocks, cli_coverage, cli_hf, cli_render  # noqa: E402,F401
+# cli_coverage (coverage of the claim catalogs), cli_blocks (the block library reference),
+# cli_site (the static explorer).
+from . import cli_blocks, cli_coverage, cli_hf, cli_render, cli_site  # noqa: E402,F401
 
 
 if __name__ == "__main__":  # pragma: no cover
