@@ -157,13 +157,16 @@ def export_spec(path: str) -> dict:
             raise ValueError(f"{path}: option '{name}' would collide with the page state key of that name")
     functions: list[str] = []
     index: dict[str, int] = {}
+    printed: dict = {}           # closed form -> function index: options often leave a figure unchanged
 
     def function_of(expr) -> int:
-        source = codegen.emit(expr, list(SCENARIO_ARGS), "javascript")
-        if source not in index:
-            index[source] = len(functions)
-            functions.append(source)
-        return index[source]
+        if expr not in printed:
+            source = codegen.emit(expr, list(SCENARIO_ARGS), "javascript")
+            if source not in index:
+                index[source] = len(functions)
+                functions.append(source)
+            printed[expr] = index[source]
+        return printed[expr]
 
     variants, unavailable = {}, {}
     for choices in _variants(spec):
@@ -205,6 +208,14 @@ def _spec_js(data: dict) -> str:
     return f"SPECC.register({json.dumps(data, ensure_ascii=False, sort_keys=True)},\n[\n{body}\n]);\n"
 
 
+def _query_names() -> set:
+    """The engine's query names: the page shows a derived figure (h_max) only when
+    the engine can answer its query, so the figure's data-query always evaluates."""
+    from ..compiler.queries import QUERIES
+
+    return set(QUERIES)
+
+
 def _byte_units() -> dict:
     """The byte unit words of dsl/units.py (exact factors), for the page's memory and workspace fields."""
     from ..dsl.units import BYTES, UNITS
@@ -239,7 +250,7 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     hardware = Path(spec_paths[0]).resolve().parent / "hardware"
     site = {"specs": index, "devices": export_devices(engine, hardware),
             "figures": [asdict(f) for f in FIGURES], "byte_units": _byte_units(),
-            "docs": docs_dir is not None}
+            "docs": docs_dir is not None, "queries": sorted(_query_names())}
     target = out_dir / "data" / "site.js"
     target.write_text("var SPECC_SITE = " + json.dumps(site, ensure_ascii=False, indent=1) + ";\n", encoding="utf-8")
     written.append(target)
@@ -252,4 +263,29 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     if docs_dir is not None and Path(docs_dir).is_dir():
         shutil.copytree(docs_dir, out_dir / "docs", dirs_exist_ok=True)
         written.append(out_dir / "docs")
+        target = out_dir / "reports.html"
+        target.write_text(_reports_page(index, out_dir / "docs"), encoding="utf-8")
+        written.append(target)
     return written
+
+
+def _reports_page(index: list[dict], docs: Path) -> str:
+    """An HTML index of the copied claims reports (docs/ itself is Markdown)."""
+    from html import escape
+
+    rows = []
+    for entry in index:
+        counts = ", ".join(f"{n} {v}" for v, n in entry["claims"].items() if n) or "no claims"
+        name = escape(entry["name"])
+        report = f'<a href="docs/{name}/report.html">claims report</a>' \
+            if (docs / entry["name"] / "report.html").exists() else "no report"
+        rows.append(f'<tr><td>{escape(entry["model"])}</td><td><a href="explorer.html?spec={name}">{name}</a></td>'
+                    f"<td>{escape(counts)}</td><td>{report}</td></tr>")
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            '<title>specc claims reports</title><link rel="stylesheet" href="explorer.css"></head>\n<body>'
+            '<header><h1>specc claims reports</h1><p class="lede">Every number the source documents print about '
+            'each shipped spec, checked by <code>specc verify</code>. <a href="explorer.html">The explorer</a></p>'
+            '</header>\n<div class="table-wrap"><table><thead><tr><th scope="col">Model</th><th scope="col">Explorer</th>'
+            '<th scope="col">Verdicts</th><th scope="col">Report</th></tr></thead><tbody>\n'
+            + "\n".join(rows) + "\n</tbody></table></div></body></html>\n")

@@ -153,14 +153,15 @@ const SPECC = (() => {
   }
 
   // one figure at the current state: {fig, value, query, extrapolated} or {fig, error}
-  function evaluate(entry, fig) {
+  function evaluate(entry, fig, at) {     // at: scenario values that replace the page state's
+    const values = { ...state, ...(at || {}) };
     const spec = entry.data;
     const key = variantKey(state.options);
     const table = spec.variants[key];
     if (!table) return { fig, error: `the option combination ${key} is not exported` };
     const slot = fig.formatted ? `${fig.id}|${state.format}` : fig.id;
     const args = { B: 0n, S: 0n, P: 0n, G: 0n, H: 0n };
-    for (const [arg, src] of fig.args) args[arg] = typeof src === "string" ? state[src] : BigInt(src);
+    for (const [arg, src] of fig.args) args[arg] = typeof src === "string" ? values[src] : BigInt(src);
     let context = BigInt(fig.context_offset);
     for (const a of fig.context) context += args[a];
     const extrapolated = spec.max_context !== null && fig.context.length > 0 && context > BigInt(spec.max_context);
@@ -213,6 +214,44 @@ const SPECC = (() => {
     const free = _R.add(memory.value, _R.neg(_R.add(weights.value, workspace.value)));
     return { fig, query, extrapolated: one.extrapolated, value: _R.max(0n, _R.floor(_R.q(free, one.value))),
              memory: memory.value, workspace: workspace.value };
+  }
+
+  // h_max by the engine's definition: the longest context at which B requests fit beside the
+  // weights and the workspace (exponential then binary search over the exact state closed form)
+  const H_LIMIT = 2n ** 48n;
+  function contextCapacity(entry, device, results) {
+    const fig = { id: "h_max", label: `Longest context for ${separated(state.B)} request${state.B === 1n ? "" : "s"} (h_max)`,
+                  unit: "tokens", doc: "the longest context at which B requests fit beside the weights and the workspace" };
+    const spec = entry.data;
+    const stateFig = site.figures.find((f) => f.id === "state_request");
+    let workspace, memory;
+    try {
+      workspace = parseBytes(state.workspace);
+      memory = memoryOf(device);
+    } catch (e) {
+      return { fig, error: e.message };
+    }
+    const parts = [`device=${device.name}`, `B=${state.B}`, `workspace=${workspace.text}`];
+    if (state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
+    for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
+    const query = `h_max(${parts.join(", ")}${memory.query})`;
+    if (results.weight_bytes.error) return { fig, query, error: results.weight_bytes.error };
+    const free = _R.add(memory.value, _R.neg(_R.add(results.weight_bytes.value, workspace.value)));
+    const fits = (h) => {
+      const r = evaluate(entry, stateFig, { H: h });
+      if (r.error) throw new Error(r.error);
+      return _R.cmp(_R.mul(state.B, r.value), free) <= 0;
+    };
+    try {
+      if (!fits(0n)) return { fig, query, value: 0n };
+      if (fits(H_LIMIT)) return { fig, query, error: "the state does not bind: any context fits" };
+      let lo = 0n, hi = 1n;
+      while (fits(hi)) { lo = hi; hi *= 2n; }
+      while (hi - lo > 1n) { const mid = (lo + hi) / 2n; if (fits(mid)) lo = mid; else hi = mid; }
+      return { fig, query, value: lo, extrapolated: spec.max_context !== null && lo > BigInt(spec.max_context) };
+    } catch (e) {
+      return { fig, query, error: e.message };
+    }
   }
 
   function figureElement(result, compact) {
@@ -320,16 +359,13 @@ const SPECC = (() => {
     const spec = entry.data;
     const top = spec.max_context ? Math.max(spec.max_context, Number(state.H)) : Math.max(2 ** 20, Number(state.H));
     const kmax = Math.ceil(Math.log2(Math.max(2, top)));
-    const saved = state.H;
     const points = [];
     for (let i = 0; i <= kmax * 4; i++) {
       const h = BigInt(Math.round(2 ** (i / 4)));
       if (points.length && points[points.length - 1][0] === h) continue;
-      state.H = h;
-      const r = evaluate(entry, fig);
+      const r = evaluate(entry, fig, { H: h });
       if (!r.error) points.push([h, toNumber(r.value)]);
     }
-    state.H = saved;
     const here = evaluate(entry, fig);
     const figure = document.createElement("figure");
     figure.className = "chart";
@@ -516,6 +552,7 @@ const SPECC = (() => {
     const cap = capacity(entry, device, results);
     cap.fig.doc = "requests of context H that fit beside the weights and the workspace";
     box.insertBefore(figureElement(cap, false), box.children[3] || null);
+    if (site.queries.includes("h_max")) box.insertBefore(figureElement(contextCapacity(entry, device, results), false), box.children[4] || null);
     bars(entry, results);
     const charts = $("charts");
     charts.textContent = "";
@@ -523,6 +560,8 @@ const SPECC = (() => {
     charts.appendChild(chart(entry, byId.state_request, "State per request against context length"));
     charts.appendChild(chart(entry, byId.decode_read_bytes, "Bytes one decode step reads against context length"));
     claims(entry);
+    $("report-link").hidden = !site.docs;
+    $("report-link").href = `docs/${spec.name}/report.html`;
     writeURL();
   }
 
