@@ -53,6 +53,7 @@ class Figure:
     context: tuple = ()
     context_offset: int = 0
     doc: str = ""
+    deployed: bool = False   # asked per device (per_device=true) at each point of DEPLOYMENT_GRID
 
 
 FIGURES = (
@@ -74,6 +75,28 @@ FIGURES = (
     Figure("decode_read_bytes", "Bytes read per decode step", "bytes", "decode_read_bytes",
            (("H", "H"), ("B", "B")), True, ("H",), doc="weights and state one decode step at context H reads"),
 )
+
+
+# Deployment degrees are integers the closed forms are built for, not symbols: the
+# per-device figures are exported at every point of this grid (for the default
+# options), and the page offers exactly these degrees. An impossible split (heads
+# not divisible by tp, experts by ep) is exported as unavailable with the engine's message.
+DEPLOYMENT_GRID = {"tp": (1, 2, 4, 8), "pp": (1, 2), "ep": (1, 2, 8)}
+DEPLOYED = (
+    Figure("weights_device", "Weights per device", "bytes", "weight_bytes", formatted=True, deployed=True,
+           doc="the most loaded device's weights"),
+    Figure("state_device", "State per request per device", "bytes", "state_bytes", (("H", "H"),), True, ("H",),
+           deployed=True, doc="the most loaded device's share of one request's state at context H"),
+)
+
+
+def deployment_key(point: dict) -> str:
+    return "&".join(f"{k}={point[k]}" for k in DEPLOYMENT_GRID)
+
+
+def deployment_args(point: dict) -> dict:
+    """The query arguments of a grid point: degrees other than 1, and per_device=true."""
+    return {**{k: v for k, v in point.items() if v != 1}, "per_device": "true"}
 
 
 def query_text(fig: Figure, values: dict | None, extra: dict) -> str:
@@ -185,6 +208,20 @@ def export_spec(path: str) -> dict:
                     table[slot] = None
                     unavailable[f"{key}#{slot}"] = str(exc).splitlines()[0][:300]
         variants[key] = table
+    deployed = {}
+    default = variant_key(_variants(spec)[0])
+    for values in itertools.product(*DEPLOYMENT_GRID.values()):
+        point = dict(zip(DEPLOYMENT_GRID, values))
+        for fig in DEPLOYED:
+            for fmt in (spec.formats if fig.formatted else [None]):
+                extra = {**deployment_args(point), **({"format": fmt} if fmt else {})}
+                slot = f"{fig.id}|{fmt}|{deployment_key(point)}" if fmt else f"{fig.id}|{deployment_key(point)}"
+                try:
+                    value = engine.evaluate_text(query_text(fig, None, extra), "<site>", symbolic_ok=True).value
+                    deployed[slot] = function_of(sp.sympify(value))
+                except (NoClosedForm, SpecError, ValueError) as exc:
+                    deployed[slot] = None
+                    unavailable[f"{default}#{slot}"] = str(exc).splitlines()[0][:300]
     model = engine.model({})
     claims = json.loads(as_json(verify_spec(spec)))
     return {
@@ -195,7 +232,7 @@ def export_spec(path: str) -> dict:
         "formats": [{"name": f, "default": f == spec.default_format, "doc": getattr(spec.formats[f], "doc", "") or ""}
                     for f in spec.formats],
         "has_state": any(True for _ in spec.stores),
-        "variants": variants, "unavailable": unavailable, "functions": functions,
+        "variants": variants, "unavailable": unavailable, "functions": functions, "deployed": deployed,
         "claims": claims["claims"], "summary": claims["summary"],
     }
 
@@ -250,6 +287,10 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     hardware = Path(spec_paths[0]).resolve().parent / "hardware"
     site = {"specs": index, "devices": export_devices(engine, hardware),
             "figures": [asdict(f) for f in FIGURES], "byte_units": _byte_units(),
+            "deployed_figures": [asdict(f) for f in DEPLOYED], "deployment_grid": DEPLOYMENT_GRID,
+            # the page offers deployment controls only when some spec answers some grid point past (1, 1, 1)
+            "deployment": any(i is not None for d in exported for k, i in d["deployed"].items()
+                              if not k.endswith(deployment_key({k2: 1 for k2 in DEPLOYMENT_GRID}))),
             "docs": docs_dir is not None, "queries": sorted(_query_names())}
     target = out_dir / "data" / "site.js"
     target.write_text("var SPECC_SITE = " + json.dumps(site, ensure_ascii=False, indent=1) + ";\n", encoding="utf-8")

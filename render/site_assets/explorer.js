@@ -82,7 +82,9 @@ const SPECC = (() => {
 
   // ------------------------------------------------------------ state and the URL
   const state = { spec: null, device: null, memory: "", workspace: "0 B", format: null, options: {},
-                  B: DEFAULTS.B, S: DEFAULTS.S, P: DEFAULTS.P, G: DEFAULTS.G, H: DEFAULTS.H };
+                  B: DEFAULTS.B, S: DEFAULTS.S, P: DEFAULTS.P, G: DEFAULTS.G, H: DEFAULTS.H,
+                  tp: 1n, pp: 1n, ep: 1n, dp: 1n };
+  const DEGREES = ["tp", "pp", "ep", "dp"];
   const problems = [];
 
   function readURL() {
@@ -101,6 +103,15 @@ const SPECC = (() => {
       if (/^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key]) state[key] = BigInt(raw);
       else problems.push(`${key}=${raw} is not an integer ≥ ${MINIMA[key]}`);
     }
+    for (const key of DEGREES) {
+      const raw = q.get(key);
+      if (raw === null) continue;
+      const offered = site.deployment_grid[key];
+      const ok = /^[0-9]+$/.test(raw) && BigInt(raw) >= 1n && (!offered || offered.map(String).includes(raw));
+      if (ok && (site.deployment || raw === "1")) state[key] = BigInt(raw);
+      else if (!site.deployment) problems.push(`this site has no per-device figures (${key}=${raw})`);
+      else problems.push(`${key}=${raw} is not offered (${offered ? offered.join(", ") : "an integer ≥ 1"})`);
+    }
     state.format = q.get("format");
     state.urlOptions = {};
     for (const [k, v] of q.entries()) state.urlOptions[k] = v;
@@ -118,6 +129,7 @@ const SPECC = (() => {
     if (state.memory) q.set("memory", state.memory);
     q.set("workspace", state.workspace);
     for (const key of SCENARIO) q.set(key, state[key].toString());
+    if (site.deployment) for (const key of DEGREES) q.set(key, state[key].toString());
     const search = "?" + q.toString();
     $("share-link").href = search;
     try { history.replaceState(null, "", search); } catch (e) { /* some file:// hosts refuse; the link still works */ }
@@ -191,56 +203,107 @@ const SPECC = (() => {
     return { value, query };
   }
 
-  // b_max by the engine's definition: max(0, floor((memory - weights - workspace) / state(H, B=1)))
-  function capacity(entry, device, results) {
-    const fig = { id: "b_max", label: `Requests that fit (b_max) on ${device.display_name}`, unit: "requests" };
-    const weights = results.weight_bytes, one = results.state_request;
+  // ------------------------------------------------------------ deployment and capacity
+  const deployment = () => {
+    const d = { tp: state.tp, pp: state.pp, ep: state.ep, dp: state.dp };
+    d.trivial = d.tp === 1n && d.pp === 1n && d.ep === 1n && d.dp === 1n;
+    d.sharded = !(d.tp === 1n && d.pp === 1n && d.ep === 1n);     // dp alone replicates: per-device figures unchanged
+    d.key = Object.keys(site.deployment_grid).map((k) => `${k}=${d[k]}`).join("&");
+    d.args = ["tp", "pp", "ep", "dp"].filter((k) => d[k] !== 1n).map((k) => `${k}=${d[k]}`);
+    return d;
+  };
+
+  // a per-device figure at the current deployment grid point (exported for the default options)
+  function evaluateDeployed(entry, id, at) {
     const spec = entry.data;
-    let workspace, memory;
-    try {
-      workspace = parseBytes(state.workspace);
-      memory = memoryOf(device);
-    } catch (e) {
-      return { fig, error: e.message };
+    const fig = site.deployed_figures.find((f) => f.id === id);
+    const dep = deployment();
+    const values = { ...state, ...(at || {}) };
+    const args = fig.args.map(([arg, src]) => [arg, typeof src === "string" ? values[src] : BigInt(src)]);
+    let context = BigInt(fig.context_offset);
+    for (const [arg, v] of args) if (fig.context.includes(arg)) context += v;
+    const extrapolated = spec.max_context !== null && fig.context.length > 0 && context > BigInt(spec.max_context);
+    const parts = args.map(([arg, v]) => `${arg}=${v}`);
+    parts.push(...dep.args.filter((a) => !a.startsWith("dp=")), "per_device=true");
+    if (fig.formatted && state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
+    if (extrapolated) parts.push("extrapolate=true");
+    const query = `${fig.query}(${parts.join(", ")})`;
+    if (spec.options.some((o) => state.options[o.name] !== o.default)) {
+      return { fig, query, error: "per-device figures are exported for the spec's default options" };
     }
-    const parts = [`device=${device.name}`, `H=${state.H}`, `workspace=${workspace.text}`];
-    const query0 = memory.query;
-    if (state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
-    for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
-    if (one.extrapolated) parts.push("extrapolate=true");
-    const query = `b_max(${parts.join(", ")}${query0})`;
-    if (weights.error || one.error) return { fig, query, error: weights.error || one.error };
-    if (_R.cmp(one.value, 0n) === 0) return { fig, query, error: "this spec keeps no per-request state, so b_max has no bound" };
-    const free = _R.add(memory.value, _R.neg(_R.add(weights.value, workspace.value)));
-    return { fig, query, extrapolated: one.extrapolated, value: _R.max(0n, _R.floor(_R.q(free, one.value))),
-             memory: memory.value, workspace: workspace.value };
+    const slot = fig.formatted ? `${fig.id}|${state.format}|${dep.key}` : `${fig.id}|${dep.key}`;
+    const index = spec.deployed[slot];
+    if (index === null || index === undefined) {
+      return { fig, query, error: spec.unavailable[`${variantKey(state.options)}#${slot}`] || "not exported for this deployment" };
+    }
+    const v = Object.fromEntries(SCENARIO.map((k) => [k, 0n]));
+    for (const [arg, value] of args) v[arg] = value;
+    try {
+      return { fig, query, extrapolated, value: entry.fns[index](v.B, v.S, v.P, v.G, v.H) };
+    } catch (e) {
+      return { fig, query, error: e.message };
+    }
   }
 
-  // h_max by the engine's definition: the longest context at which B requests fit beside the
-  // weights and the workspace (exponential then binary search over the exact state closed form)
-  const H_LIMIT = 2n ** 48n;
-  function contextCapacity(entry, device, results) {
-    const fig = { id: "h_max", label: `Longest context for ${separated(state.B)} request${state.B === 1n ? "" : "s"} (h_max)`,
-                  unit: "tokens", doc: "the longest context at which B requests fit beside the weights and the workspace" };
-    const spec = entry.data;
+  // What one device holds: its weights, one request's state as a function of the context,
+  // and how many of the B requests it serves (B spread over ep·dp request groups).
+  function budget(entry, results) {
+    const dep = deployment();
     const stateFig = site.figures.find((f) => f.id === "state_request");
-    let workspace, memory;
-    try {
-      workspace = parseBytes(state.workspace);
-      memory = memoryOf(device);
-    } catch (e) {
-      return { fig, error: e.message };
-    }
-    const parts = [`device=${device.name}`, `B=${state.B}`, `workspace=${workspace.text}`];
+    const groups = dep.ep * dep.dp;
+    const b = {
+      dep, groups, perDevice: (state.B + groups - 1n) / groups,
+      weights: dep.sharded ? evaluateDeployed(entry, "weights_device") : results.weight_bytes,
+      stateAt: (h) => (dep.sharded ? evaluateDeployed(entry, "state_device", { H: h }) : evaluate(entry, stateFig, { H: h })),
+      // pipeline stages each bind separately, and the page has no per-stage figures
+      unavailable: dep.pp > 1n ? "with pp > 1 each pipeline stage binds separately; ask specc eval for this query" : null,
+    };
+    b.one = b.stateAt(state.H);
+    return b;
+  }
+
+  function capacityParts(entry, device, head) {
+    const spec = entry.data;
+    const workspace = parseBytes(state.workspace), memory = memoryOf(device);
+    const parts = [`device=${device.name}`, ...head, `workspace=${workspace.text}`, ...deployment().args];
     if (state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
     for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
-    const query = `h_max(${parts.join(", ")}${memory.query})`;
-    if (results.weight_bytes.error) return { fig, query, error: results.weight_bytes.error };
-    const free = _R.add(memory.value, _R.neg(_R.add(results.weight_bytes.value, workspace.value)));
+    return { parts, workspace, memory };
+  }
+
+  // b_max by the engine's definition: ep·dp · max(0, floor((memory - weights - workspace) / state(H)))
+  // with the weights and one request's state of one device
+  function capacity(entry, device, plan) {
+    const fig = { id: "b_max", label: `Requests that fit (b_max) on ${device.display_name}`, unit: "requests" };
+    let c;
+    try { c = capacityParts(entry, device, [`H=${state.H}`]); } catch (e) { return { fig, error: e.message }; }
+    const { weights, one } = plan;
+    if (one.extrapolated) c.parts.push("extrapolate=true");
+    const query = `b_max(${c.parts.join(", ")}${c.memory.query})`;
+    if (plan.unavailable || weights.error || one.error) return { fig, query, error: plan.unavailable || weights.error || one.error };
+    if (_R.cmp(one.value, 0n) === 0) return { fig, query, error: "this spec keeps no per-request state, so b_max has no bound" };
+    const free = _R.add(c.memory.value, _R.neg(_R.add(weights.value, c.workspace.value)));
+    return { fig, query, extrapolated: one.extrapolated,
+             value: _R.mul(plan.groups, _R.max(0n, _R.floor(_R.q(free, one.value)))) };
+  }
+
+  // h_max by the engine's definition: the longest context at which the device's share of the
+  // B requests fits beside the weights and the workspace (exponential then binary search over
+  // the exact state closed form)
+  const H_LIMIT = 2n ** 48n;
+  function contextCapacity(entry, device, plan) {
+    const fig = { id: "h_max", label: `Longest context for ${separated(state.B)} request${state.B === 1n ? "" : "s"} (h_max)`,
+                  unit: "tokens", doc: "the longest context at which B requests fit beside the weights and the workspace" };
+    let c;
+    try { c = capacityParts(entry, device, [`B=${state.B}`]); } catch (e) { return { fig, error: e.message }; }
+    const spec = entry.data;
+    const query = `h_max(${c.parts.join(", ")}${c.memory.query})`;
+    if (plan.unavailable || plan.weights.error) return { fig, query, error: plan.unavailable || plan.weights.error };
+    const free = _R.add(c.memory.value, _R.neg(_R.add(plan.weights.value, c.workspace.value)));
     const fits = (h) => {
-      const r = evaluate(entry, stateFig, { H: h });
+      const r = plan.stateAt(h);
       if (r.error) throw new Error(r.error);
-      return _R.cmp(_R.mul(state.B, r.value), free) <= 0;
+      return _R.cmp(_R.mul(plan.perDevice, r.value), free) <= 0;
     };
     try {
       if (!fits(0n)) return { fig, query, value: 0n };
@@ -287,11 +350,11 @@ const SPECC = (() => {
   }
 
   // ------------------------------------------------------------ the memory bars
-  function bars(entry, results) {
+  function bars(entry, plan) {
     const box = $("bars");
     box.textContent = "";
-    const batch = results.state_batch;
-    if (results.weight_bytes.error) return;
+    if (plan.weights.error) return;
+    const batch = plan.one.error ? plan.one : { value: _R.mul(plan.perDevice, plan.one.value) };
     let workspace;
     try { workspace = parseBytes(state.workspace).value; } catch (e) { return; }
     const rows = site.devices.map((device) => {
@@ -303,12 +366,12 @@ const SPECC = (() => {
     const legend = document.createElement("p");
     legend.className = "legend";
     legend.innerHTML = '<span class="swatch weights"></span>weights <span class="swatch state"></span>state of ' +
-      `${separated(state.B)} request${state.B === 1n ? "" : "s"} at ${separated(state.H)} tokens ` +
+      `${separated(plan.perDevice)} request${plan.perDevice === 1n ? "" : "s"} at ${separated(state.H)} tokens ` +
       '<span class="swatch workspace"></span>workspace <span class="swatch free"></span>free';
     box.appendChild(legend);
     for (const { device, memory } of rows) {
       const stateBytes = batch.error ? 0n : batch.value;
-      const used = _R.add(_R.add(results.weight_bytes.value, stateBytes), workspace);
+      const used = _R.add(_R.add(plan.weights.value, stateBytes), workspace);
       const free = _R.add(memory, _R.neg(used));
       const row = document.createElement("div");
       row.className = "bar-row" + (device.name === state.device ? " selected" : "");
@@ -320,7 +383,7 @@ const SPECC = (() => {
       bar.className = "bar";
       bar.setAttribute("role", "img");
       const over = _R.cmp(free, 0n) < 0;
-      const parts = [["weights", results.weight_bytes.value], ["state", stateBytes], ["workspace", workspace],
+      const parts = [["weights", plan.weights.value], ["state", stateBytes], ["workspace", workspace],
                      ["free", over ? 0n : free]];
       const total = Math.max(scale, toNumber(used));
       for (const [cls, v] of parts) {
@@ -337,7 +400,7 @@ const SPECC = (() => {
       info.className = "bar-info";
       info.appendChild(document.createTextNode(over ? `does not fit: short by ${showValue(_R.neg(free), "bytes").main}; ` : ""));
       info.appendChild(document.createTextNode("b_max "));
-      const cap = capacity(entry, device, results);
+      const cap = capacity(entry, device, plan);
       info.appendChild(figureElement(cap, true));
       row.appendChild(info);
       if (over) row.classList.add("over");
@@ -481,6 +544,7 @@ const SPECC = (() => {
     $("workspace").value = state.workspace;
     $("spec").value = state.spec;
     $("device").value = state.device;
+    if (site.deployment) for (const key of DEGREES) $(key).value = state[key].toString();
     const k = state.H >= 1n ? Math.round(Math.log2(Number(state.H))) : 0;
     $("H-slider").value = String(k);
     $("H-slider-value").textContent = `${separated(state.H)} tokens`;
@@ -510,6 +574,31 @@ const SPECC = (() => {
       });
     }
     $("H-slider").addEventListener("input", () => { state.H = 2n ** BigInt($("H-slider").value); update(); });
+    if (site.deployment) {
+      const box = $("deployment");
+      const words = { tp: "Tensor-parallel degree (tp)", pp: "Pipeline stages (pp)", ep: "Expert-parallel degree (ep)",
+                      dp: "Data-parallel replicas (dp)" };
+      for (const key of DEGREES) {
+        const label = document.createElement("label");
+        label.htmlFor = key;
+        label.textContent = words[key];
+        let input;
+        if (site.deployment_grid[key]) {
+          input = document.createElement("select");
+          fillSelect(input, site.deployment_grid[key].map((v) => [String(v), String(v)]), state[key].toString());
+        } else {
+          input = document.createElement("input");
+          Object.assign(input, { type: "number", min: "1", step: "1", value: state[key].toString() });
+        }
+        input.id = key;
+        input.addEventListener(input.tagName === "SELECT" ? "change" : "input", () => {
+          const raw = input.value.trim();
+          if (/^[0-9]+$/.test(raw) && BigInt(raw) >= 1n) { state[key] = BigInt(raw); update(); }
+        });
+        box.appendChild(label);
+        box.appendChild(input);
+      }
+    }
     for (const key of ["memory", "workspace"]) {
       $(key).addEventListener("change", () => {
         const raw = $(key).value.trim();
@@ -549,11 +638,15 @@ const SPECC = (() => {
       box.appendChild(figureElement(results[fig.id], false));
     }
     const device = site.devices.find((d) => d.name === state.device);
-    const cap = capacity(entry, device, results);
+    const plan = budget(entry, results);
+    const cap = capacity(entry, device, plan);
     cap.fig.doc = "requests of context H that fit beside the weights and the workspace";
-    box.insertBefore(figureElement(cap, false), box.children[3] || null);
-    if (site.queries.includes("h_max")) box.insertBefore(figureElement(contextCapacity(entry, device, results), false), box.children[4] || null);
-    bars(entry, results);
+    const capacityCards = [figureElement(cap, false)];
+    if (site.queries.includes("h_max")) capacityCards.push(figureElement(contextCapacity(entry, device, plan), false));
+    if (plan.dep.sharded) capacityCards.unshift(figureElement(plan.weights, false), figureElement(plan.one, false));
+    const anchor = box.children[3] || null;
+    for (const card of capacityCards) box.insertBefore(card, anchor);
+    bars(entry, plan);
     const charts = $("charts");
     charts.textContent = "";
     const byId = Object.fromEntries(site.figures.map((f) => [f.id, f]));
