@@ -116,9 +116,11 @@ def _specc_eval(spec_path: str, queries: list[str]) -> list[dict]:
     return json.loads(result.output)
 
 
-def _check_page(browser, spec_path: str) -> int:
+def _check_page(browser, spec_path: str, seen: set | None = None) -> int:
     """Every figure with a value equals specc eval --json of its query; returns how many."""
     shown = [f for f in _figures(browser) if f["value"] is not None]
+    if seen is not None:
+        seen.update(f["figure"] for f in shown)
     assert shown, "the page shows no figure"
     unique = {f["query"]: f for f in shown}
     answers = _specc_eval(spec_path, list(unique))
@@ -129,7 +131,21 @@ def _check_page(browser, spec_path: str) -> int:
     return len(shown)
 
 
-def _random_setting(rng: random.Random, spec_path: str) -> dict:
+def _engine_takes_memory() -> bool:
+    """Whether b_max accepts a memory= override (the deployment queries add it)."""
+    from specc.compiler.queries import QueryEngine
+    from specc.compiler.spec import load_spec
+    from specc.dsl.errors import SpecError
+
+    try:
+        QueryEngine.shared(load_spec(REPO / "specs" / "qwen3_8b.yaml")).evaluate_text(
+            "b_max(device=rtx_4090, H=1, memory=24 GB)")
+        return True
+    except SpecError:
+        return False
+
+
+def _random_setting(rng: random.Random, spec_path: str, memory_override: bool = False) -> dict:
     from specc.compiler.spec import load_spec
 
     spec = load_spec(spec_path)
@@ -153,6 +169,8 @@ def _random_setting(rng: random.Random, spec_path: str) -> dict:
     params["P"] = rng.choice([1, 2, 128, 4096, 8192, rng.randint(1, 32768)])
     params["G"] = rng.choice([1, 2, 100, rng.randint(1, 2048)])
     params["workspace"] = rng.choice(["0 B", "2 GiB", "1.5 GB", "512 MiB", "3 GB"])
+    if memory_override and rng.random() < 0.3:
+        params["memory"] = rng.choice(["24GB", "80 GB", "16 GiB", "141 GB", "192GiB"])
     return params
 
 
@@ -178,17 +196,19 @@ def test_must_show_v41_prefill_flops(browser, built_site):
 @needs_browser
 def test_fifty_random_settings_agree_with_specc_eval(browser, built_site):
     rng = random.Random(20261201)
+    memory_override = _engine_takes_memory()
     checked = 0
-    specs_seen = set()
+    specs_seen, figures_seen = set(), set()
     for i in range(52):
         spec_path = SHIPPED[i % len(SHIPPED)] if i < len(SHIPPED) else rng.choice(SHIPPED)
-        params = _random_setting(rng, spec_path)
+        params = _random_setting(rng, spec_path, memory_override)
         _open(browser, built_site, params)
         assert browser.find_element("id", "errors").get_attribute("hidden"), (params, browser.find_element("id", "errors").text)
-        checked += _check_page(browser, spec_path)
+        checked += _check_page(browser, spec_path, figures_seen)
         specs_seen.add(spec_path)
         assert not _severe(browser), (params, _severe(browser))
     assert specs_seen == set(SHIPPED)
+    assert {f.id for f in S.FIGURES} | {"b_max"} <= figures_seen
     assert checked >= 52 * 10
 
 
