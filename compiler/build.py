@@ -13,6 +13,7 @@ from ..dsl import ast
 from ..dsl.errors import SpecError, did_you_mean
 from . import primitives as prim
 from .expressions import Evaluator, as_number, require_integer
+from .sharding import SHARD_KINDS
 from .spec import BlockDef, Segment, Spec
 from .symbols import DERIVED, DTYPE_BYTES, SCENARIO, S, B, H
 
@@ -38,6 +39,8 @@ class OpNode:
     stmt: ast.Stmt
     inputs: list = field(default_factory=list)    # (tensor name, Tensor)
     outputs: list = field(default_factory=list)
+    shard: str | None = None  # how it splits over tp (compiler/sharding.py); None = replicated
+    units: sp.Expr | None = None  # indivisible pieces of the split dimension
 
     def params(self, group: str | None = None) -> sp.Expr:
         return sum((w.params for w in self.weights if group is None or w.group == group), sp.Integer(0))
@@ -270,7 +273,7 @@ class _Builder:
         for kw in stmt.kwargs:
             if kw.name in kwargs:
                 raise SpecError(f"keyword '{kw.name}' given twice", kw.loc, span=len(kw.name))
-            if kw.name in prim.NAME_KWARGS:
+            if kw.name in prim.NAME_KWARGS or kw.name == "shard":
                 if not isinstance(kw.value, ast.Name):
                     raise SpecError(f"'{kw.name}=' takes a name", kw.value.loc, expected="a plain name")
                 kwargs[kw.name] = (kw.value.id, kw)
@@ -290,6 +293,10 @@ class _Builder:
                 return
         func = stmt.func
         if func in self.spec.blocks and func not in prim.RULES:
+            if "shard" in kwargs or "units" in kwargs:
+                key = "shard" if "shard" in kwargs else "units"
+                raise SpecError(f"'{key}=' goes on the ops inside block '{func}', not on its call", kwargs[key][1].loc,
+                                span=len(key), expected="shard= next to group= on an op line of the block")
             call_overrides = {**overrides, **{k: v[0] for k, v in kwargs.items() if k in prim.NAME_KWARGS}}
             self._block_call(stmt, kwargs, tensors, local, prefix, seg, layers, mult, defaults, call_overrides, active)
             return
@@ -305,7 +312,7 @@ class _Builder:
             if key not in allowed:
                 raise SpecError(f"{func}() does not take '{key}='", kw.loc, span=len(key),
                                 expected=did_you_mean(key, allowed))
-            values[key] = (value if key in prim.NAME_KWARGS else ev(kw.value), kw)
+            values[key] = (value if key in prim.NAME_KWARGS or key == "shard" else ev(kw.value), kw)
         values.update({k: (v, None) for k, v in opts.items() if k not in values})
         ctx = prim.OpContext(stmt, tensors, ev, values)
         rule = prim.RULES.get(func, prim.elementwise)
@@ -325,6 +332,8 @@ class _Builder:
                       cost.weights, active * cost.flops, active * cost.scalar, cost.lookup_bytes_per_param,
                       active * cost.lookup_rows, cost.experts, input_tensors[0][1].rows if input_tensors else sp.Integer(0),
                       cost.formula, stmt, input_tensors, [])
+        if "shard" in values:
+            node.shard, node.units = _shard_of(stmt, cost, values)
         self.ops.append(node)
         self.node_ids.add(node_id)
         for target, out in zip(stmt.targets, cost.outputs):
@@ -366,6 +375,28 @@ class _Builder:
                             stmt.loc, expected=", ".join(block.outputs))
         for target, out in zip(stmt.targets, outs):
             tensors[target] = out
+
+
+def _shard_of(stmt, cost, values):
+    """The op's tp split and the count of its indivisible pieces (see compiler/sharding.py):
+    units= when declared, else the split width (heads= for attention)."""
+    kind, kw = values["shard"]
+    if kind not in SHARD_KINDS:
+        raise SpecError(f"unknown shard kind '{kind}'", kw.value.loc, span=len(kind),
+                        expected=did_you_mean(kind, SHARD_KINDS))
+    if "units" in values:
+        return kind, values["units"][0]
+    weight = cost.weights[0] if cost.weights else None
+    if kind == "replicated":
+        return kind, None
+    if kind == "heads" and ("heads" in values or "groups" in values):
+        return kind, values["heads" if "heads" in values else "groups"][0]   # attention heads, or per-head blocks
+    if weight is not None and len(weight.shape) == 2:
+        groups = values["groups"][0] if "groups" in values else 1
+        width = weight.shape[0] if (kind == "row" or (kind == "vocab" and cost.kind == "lookup")) else weight.shape[1]
+        return kind, groups * width
+    raise SpecError(f"shard={kind} on this op needs units=", kw.loc, span=len("shard"),
+                    expected="units=<the number of pieces the split dimension has>")
 
 
 def compile_spec(spec: Spec, overrides: dict | None = None, **choices) -> Model:

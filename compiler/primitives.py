@@ -251,7 +251,8 @@ RULES = {"@": matmul, "lookup": lookup, "attend": attend, "score": score, "work"
          "combine": combine, "select": select, "split": split, "concat": concat, "view": view, "param": param}
 
 # keyword arguments every op accepts, and those whose values are names rather than numbers
-COMMON_KWARGS = {"when", "group", "component", "stage"}
+# shard=/units= declare how an op splits over tensor-parallel devices (compiler/sharding.py)
+COMMON_KWARGS = {"when", "group", "component", "stage", "shard", "units"}
 NAME_KWARGS = {"group", "component", "stage"}
 
 # op-specific keyword arguments (beyond COMMON_KWARGS); anything else is an error

@@ -114,6 +114,7 @@ class StoreDef:
     bytes: dict             # format name (or 'default') -> AST bytes per entry
     doc: str
     loc: Loc
+    shard: object = None    # tp split: None/'replicated', or an AST counting the pieces (e.g. n_kv)
 
 
 @dataclass
@@ -270,7 +271,7 @@ def load_spec(path: str | Path) -> Spec:
 
     stores = {}
     for key, value in (raw["stores"].items() if isinstance(raw.get("stores"), Map) else []):
-        value = check_keys(value, {"tags", "bytes", "doc"}, {"bytes"}, f"store '{key}'")
+        value = check_keys(value, {"tags", "bytes", "doc", "shard"}, {"bytes"}, f"store '{key}'")
         byte_map = value["bytes"]
         if byte_map is None:
             raise SpecError(f"store '{key}' has empty bytes", raw["stores"].key_loc(key),
@@ -284,7 +285,10 @@ def load_spec(path: str | Path) -> Spec:
                     raise SpecError(f"store '{key}' gives bytes for unknown format '{fmt_name}'",
                                     byte_map.key_loc(fmt_name), expected=did_you_mean(fmt_name, formats))
         tags = tuple(str(t) for t in seq(value["tags"], "tags")) if "tags" in value else ()
-        stores[key] = StoreDef(key, tags, per_format, str(value.get("doc") or ""), raw["stores"].key_loc(key))
+        shard = value.get("shard")
+        if shard is not None:
+            shard = "replicated" if str(shard) == "replicated" else parse_expr(text(shard, "shard"))
+        stores[key] = StoreDef(key, tags, per_format, str(value.get("doc") or ""), raw["stores"].key_loc(key), shard)
 
     stack = []
     for item in seq(raw["stack"], "stack"):

@@ -1,7 +1,7 @@
 """Training-memory queries (weights, gradients, optimizer states, activations).
 
 A mixin of QueryEngine, kept apart because training accounting is its own
-family of conventions. TRAINING_QUERIES documents each query as QUERIES does.
+family of conventions. Its queries are registered in query_registry.py (family 'training').
 
 Conventions
 -----------
@@ -53,14 +53,7 @@ from ..dsl.errors import SpecError, did_you_mean
 from ..dsl.parser import parse_expr
 from ..dsl.units import BYTES, FLOPS
 from ..dsl.yamlload import Map
-
-TRAINING_QUERIES: dict[str, str] = {
-    "train_memory": "train_memory(B=1, P, precision=mixed, optimizer=adam, component=, checkpointing=) — "
-                    "training memory in bytes; component weights|gradients|master|<optimizer state>|moments|"
-                    "optimizer (master + moments)|static (all per-parameter state)|activations; P only for activations",
-    "train_flops": "train_flops(B=1, P, checkpointing=, backward=2, <option>=) — matrix FLOPs of one training step: "
-                   "(1 + backward + recompute) forward passes of B sequences of P tokens",
-}
+from .query_base import Quantity, _env
 
 # precision recipe: component -> dtype (bytes per parameter)
 PRECISIONS = {
@@ -129,7 +122,6 @@ class TrainingQueries:
     def _dtype_bytes(model, value, loc) -> sp.Expr:
         """Bytes per element of a recipe entry: a dtype name (fp32, bf16, ...) or an expression."""
         from .expressions import Evaluator
-        from .queries import _env
         from .symbols import DTYPE_BYTES
 
         if isinstance(value, str):
@@ -151,7 +143,6 @@ class TrainingQueries:
 
     def _activation_bytes(self, model, tr: _Training, policy: str, batch, seq, loc) -> sp.Expr:
         from .expressions import Evaluator
-        from .queries import _env
         from .symbols import B, P
 
         if tr.dtype is None:
@@ -170,8 +161,6 @@ class TrainingQueries:
         return (total * B * P * per_elem).xreplace({B: batch, P: seq})
 
     def q_train_memory(self, model, a):
-        from .queries import Quantity
-
         tr = self._training()
         prec_name = a.name("precision") or "mixed"
         opt_name = a.name("optimizer") or "adam"
@@ -207,7 +196,6 @@ class TrainingQueries:
 
     def q_train_flops(self, model, a):
         from .expressions import Evaluator
-        from .queries import Quantity, _env
         from .symbols import B, P, S
 
         tr = self._training()

@@ -101,10 +101,7 @@ def eval_(spec, queries, as_json, symbolic):
     specc eval specs/<model>.yaml 'params(group=dense_shared_ffn) / params()'
     specc eval specs/<model>.yaml 'state_bytes(H=8192)' 'b_max(device=rtx_4090, H=8192, workspace=2 GiB)'
     specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
-    \b
-    Queries: params, weight_bytes, weight_read_bytes, flops, scalar_work, request_flops,
-    pairs, kv_bytes_per_token, state_bytes, decode_read_bytes, request_read_bytes,
-    b_max, op_count, dim; combine them with + - * / // floor ceil min max.
+    Combine queries with + - * / // floor ceil min max.
     """
     from .compiler.queries import QueryEngine
     from .dsl.units import DISPLAY, dims_name
@@ -127,6 +124,12 @@ def eval_(spec, queries, as_json, symbolic):
         pretty = f"{value:,}" if isinstance(value, int) else str(value)
         approx = f"  ≈ {row['float']:.6g}" if row["float"] is not None and not isinstance(value, int) else ""
         click.echo(f"{row['query']} = {pretty} {row['unit']}{approx}{flag}".rstrip())
+
+
+# the query list of `eval --help` comes from the one registration table (stdlib-only import)
+from .compiler.query_registry import help_lines as _query_help_lines  # noqa: E402
+
+eval_.help += "\n\n\b\nQueries, by family (README 'Queries' has their arguments):\n" + "\n".join(_query_help_lines())
 
 
 @main.command()

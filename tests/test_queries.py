@@ -368,7 +368,10 @@ def test_cross_spec_query(v41_engine, qwen_engine):
 
 
 def test_device_memory(qwen_engine):
-    assert value(qwen_engine, "device_memory(device=rtx_4090)") == 24 * 10**9
+    # the datasheet: 24,564 MiB as nvidia-smi reports it; a document's figure is passed explicitly
+    assert value(qwen_engine, "device_memory(device=rtx_4090)") == 24_564 * 2**20
+    assert value(qwen_engine, "device_memory(device=rtx_4090, memory=24 GB)") == 24 * 10**9
+    assert value(qwen_engine, "device_memory(device=a100_80gb)") == 80 * 2**30
 
 
 # ================================================================== what-if dimension overrides
@@ -388,8 +391,14 @@ def test_dimension_override_rejects_non_integers(qwen_engine):
 def test_device_rates_and_ridge_point(qwen_engine):
     ridge = quantity(qwen_engine, "device_flops(device=rtx_2080_ti) / device_bandwidth(device=rtx_2080_ti)")
     assert ridge.value == sp.Rational(53_800, 616)
-    with pytest.raises(SpecError, match="has no 'flops:'"):
-        quantity(qwen_engine, "device_flops(device=rtx_4090)")
+    # a rate per data type: bf16 by default, fp16 where the device has no bf16 (Turing)
+    assert value(qwen_engine, "device_flops(device=h100_sxm)") == 989_500 * 10**9
+    assert value(qwen_engine, "device_flops(device=h100_sxm, dtype=fp8)") == 1_979 * 10**12
+    assert value(qwen_engine, "device_flops(device=a100_80gb, flops=100 TFLOPs / 1 s)") == 10**14
+    with pytest.raises(SpecError, match="gives no fp4 rate"):
+        quantity(qwen_engine, "device_flops(device=h100_sxm, dtype=fp4)")
+    with pytest.raises(SpecError, match="gives no 'link:'"):
+        quantity(qwen_engine, "device_link(device=rtx_4090)")
 
 
 def test_b_max_needs_per_request_state(repo):

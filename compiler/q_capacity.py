@@ -1,0 +1,93 @@
+"""Capacity queries: how many requests fit (b_max) and how long a context fits (h_max).
+
+Both answer for a deployment (tp=, pp=, ep=, dp=, see compiler/sharding.py) on
+devices of one kind: every device holds its share of the weights (the most loaded
+pipeline stage binds), a per-device `workspace=` and the state of the requests it
+serves. With block=N (paged allocation, as vLLM allocates), each request's entries of
+every store that grows with the context round up to whole blocks of N."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from ..dsl.errors import SpecError
+from ..dsl.units import BYTES, NONE, TOKENS
+from .query_base import Quantity
+from .sharding import Deployment, store_fraction, weight_fraction
+from .symbols import H
+
+_H_LIMIT = 2 ** 48      # search bound for h_max (tokens); far beyond any context
+
+
+class CapacityQueries:
+    """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
+
+    def _budget(self, model, a):
+        """(free bytes per stage for state, per-request state per stage as expressions in H, deployment)."""
+        device = a.name("device", required=True)
+        memory = self._memory_of(a, device)
+        workspace = a.quantity("workspace", BYTES, sp.Integer(0))
+        fmt = self._format(a.name("format"), a.loc)
+        dep = self._deployment(a)
+        dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
+        block = self._block(a)
+        weights, states = [], []
+        for op in model.ops:
+            amount = sp.Add(*[w.params * self._bytes_per_param(model, fmt, w.group) for w in op.weights])
+            if amount != 0:
+                weights.append((op.layers, op.segment, op.mult, amount * weight_fraction(op, dep, a.loc)))
+        for use in model.states:
+            entries = use.entries
+            if block is not None and entries.has(H):
+                entries = sp.ceiling(entries / block) * block
+            frac = store_fraction(self._store_units(model, use.store), dep, use.store, a.loc)
+            states.append((use.layers, use.segment, use.mult,
+                           entries * self._store_bytes(model, use.store, fmt) * frac))
+        free = [memory - w - workspace for w in self._per_stage(model, dep, weights, a.loc)]
+        per_request = self._per_stage(model, dep, states, a.loc)
+        if all(s == 0 for s in per_request):
+            raise SpecError(f"{self.spec.model} keeps no per-request state, so capacity has no bound", a.loc,
+                            expected="a spec that declares state stores (state: in its stack)")
+        return free, per_request, dep
+
+    def _block(self, a):
+        a.used.add("block")
+        block = a.raw("block")
+        if block is None:
+            return None
+        if not (isinstance(block, sp.Integer) and block >= 1):
+            raise SpecError(f"'block=' takes a positive number of entries, got {block}", a._node_loc("block"),
+                            expected="block=16")
+        return block
+
+    def q_b_max(self, model, a):
+        a.used.add("H")
+        free, per_request, dep = self._budget(model, a)
+        length = a.scenario("H")
+        ext = a.check_context(model, length)
+        fits = [sp.Max(0, sp.floor(f / s.xreplace({H: length}))) for f, s in zip(free, per_request) if s != 0]
+        return Quantity(dep.ep * dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits)), NONE, ext)
+
+    def q_h_max(self, model, a):
+        free, per_request, dep = self._budget(model, a)
+        batch = a.scenario("B", 1)
+        if batch < 1:
+            raise SpecError("h_max needs B >= 1", a.loc, expected="B=1 or more")
+        on_device = dep.requests_per_device(batch)
+
+        def fits(length) -> bool:
+            return all(on_device * s.xreplace({H: sp.Integer(length)}) <= f for f, s in zip(free, per_request))
+
+        if not fits(0):
+            return Quantity(sp.Integer(0), TOKENS)
+        if fits(_H_LIMIT):
+            raise SpecError(f"{self.spec.model}'s state does not bind: any context fits", a.loc,
+                            expected="a model whose state grows with the context")
+        lo, hi = 0, 1
+        while fits(hi):                     # exponential then binary search: O(log H) evaluations
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        ext = model.max_context is not None and lo > model.max_context
+        return Quantity(sp.Integer(lo), TOKENS, bool(ext))

@@ -1,0 +1,111 @@
+"""Device queries: the facts of a datasheet in specs/hardware/.
+
+A device file gives `memory:` in bytes as the device reports them (nvidia-smi /
+rocm-smi), `bandwidth:` (memory, decimal B/s), `flops:` a table of dense peak matrix
+throughput per data type (bf16, fp16, fp8, int8, fp4, tf32, fp32), `link:` the
+device-to-device bandwidth (NVLink / Infinity Fabric / ICI, both directions added)
+and `host_link:`; a fact the datasheet does not confirm is simply absent.
+
+A claim whose source assumes a different figure passes it explicitly: memory=,
+bandwidth=, flops= (and link=) override the datasheet in that one query, e.g.
+`b_max(device=rtx_4090, memory=24 GB, H=8192)` for a chapter that takes 24×10⁹ B.
+
+The data type of a rate: dtype= when given, else bf16, or fp16 on a device that
+has no bf16 rate (Turing, T4): the 16-bit tensor rate LLM inference runs at."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from ..dsl.errors import SpecError, did_you_mean
+from ..dsl.parser import parse_quantity
+from ..dsl.units import BYTES, dims_name, unit_of_terms
+from ..dsl.yamlload import load_yaml_file
+from .query_base import _BYTE_RATE, _FLOP_RATE, Quantity
+
+_DEFAULT_DTYPES = ("bf16", "fp16")
+_LINKS = {"nvlink": "link", "device": "link", "host": "host_link"}
+
+
+class DeviceQueries:
+    """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
+
+    def _device_file(self, device, loc):
+        cache = self.__dict__.setdefault("_device_files", {})
+        if device not in cache:
+            path = self._hardware_path(device, loc)
+            cache[device] = (path, load_yaml_file(path))
+        return cache[device]
+
+    def _device_value(self, path, node, dims, example):
+        value_q = parse_quantity(node)
+        value_unit = unit_of_terms(value_q.numerator, value_q.denominator)
+        if value_unit.dims != dims:
+            raise SpecError(f"a device's {example.split()[0]} must be in {dims_name(dims)}", node.loc,
+                            expected=f"e.g. {example}")
+        return sp.Rational(value_q.value * value_unit.factor)
+
+    def _device_field(self, device, field: str, dims, loc, example: str):
+        """A fact of specs/hardware/<device>.yaml with its unit checked."""
+        path, hw = self._device_file(device, loc)
+        if not hasattr(hw, "get") or hw.get(field) is None:
+            raise SpecError(f"device '{device}' ({path.name}) gives no '{field}:'", loc,
+                            expected=f"{field}: {example} in {path}, or pass {field}= in the query")
+        return self._device_value(path, hw[field], dims, f"{field} {example}")
+
+    def _device_rate(self, device, dtype, loc):
+        """Peak dense FLOP/s of the device for a data type (see the module doc for the default)."""
+        path, hw = self._device_file(device, loc)
+        table = hw.get("flops") if hasattr(hw, "get") else None
+        if table is None:
+            raise SpecError(f"device '{device}' ({path.name}) gives no 'flops:'", loc,
+                            expected="flops: {bf16: 312 TFLOPs/s, ...}, or pass flops= in the query")
+        if not hasattr(table, "items"):      # a single figure (the type is not said)
+            return self._device_value(path, table, _FLOP_RATE, "flops 312 TFLOPs/s")
+        if dtype is None:
+            dtype = next((t for t in _DEFAULT_DTYPES if t in table), None)
+            if dtype is None:
+                raise SpecError(f"device '{device}' has no bf16 or fp16 rate", loc,
+                                expected="dtype= one of " + ", ".join(table))
+        if dtype not in table:
+            raise SpecError(f"device '{device}' gives no {dtype} rate", loc,
+                            expected=did_you_mean(dtype, list(table)) + f" (datasheet: {path.name})")
+        return self._device_value(path, table[dtype], _FLOP_RATE, "flops 312 TFLOPs/s")
+
+    # values a query may pass instead of the datasheet's (a document's assumption)
+    def _memory_of(self, a, device):
+        value = a.quantity("memory", BYTES, None)
+        return value if value is not None else self._device_field(device, "memory", BYTES, a.loc, "24 GB")
+
+    def _bandwidth_of(self, a, device):
+        value = a.quantity("bandwidth", _BYTE_RATE, None)
+        return value if value is not None else self._device_field(device, "bandwidth", _BYTE_RATE, a.loc, "2 TB/s")
+
+    def _flops_of(self, a, device, dtype=None):
+        value = a.quantity("flops", _FLOP_RATE, None)
+        return value if value is not None else self._device_rate(device, dtype or a.name("dtype"), a.loc)
+
+    def _link_of(self, a, device):
+        value = a.quantity("link_bandwidth", _BYTE_RATE, None)
+        if value is not None:
+            return value
+        return self._device_field(device, "link", _BYTE_RATE, a.loc, "900 GB/s")
+
+    def _device_memory(self, device, loc):
+        return self._device_field(device, "memory", BYTES, loc, "24 GB")
+
+    def q_device_memory(self, model, a):
+        return Quantity(self._memory_of(a, a.name("device", required=True)), BYTES)
+
+    def q_device_flops(self, model, a):
+        return Quantity(self._flops_of(a, a.name("device", required=True)), _FLOP_RATE)
+
+    def q_device_bandwidth(self, model, a):
+        return Quantity(self._bandwidth_of(a, a.name("device", required=True)), _BYTE_RATE)
+
+    def q_device_link(self, model, a):
+        device = a.name("device", required=True)
+        which = a.name("link") or "nvlink"
+        if which not in _LINKS:
+            raise SpecError(f"no link '{which}'", a.loc, expected=did_you_mean(which, _LINKS))
+        return Quantity(self._device_field(device, _LINKS[which], _BYTE_RATE, a.loc, "900 GB/s"), _BYTE_RATE)
