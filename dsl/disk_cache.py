@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
 from pathlib import Path
 
 
@@ -35,6 +34,8 @@ def load(path: Path):
 
 def store(path: Path, value) -> None:
     """Write an entry atomically (readers never see half a file); failures are ignored."""
+    import tempfile   # only writers need it
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

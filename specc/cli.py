@@ -1,19 +1,15 @@
-"""The `specc` command line: verify, eval, check and graph."""
+"""The `specc` entry point.
+
+`main` is the click group of every command (defined in cli_commands and the
+cli_* modules that register on it), built the first time it is touched, so a
+process that never needs click never imports it. Called as the console
+script, `main()` first offers the command line to cli_fast, which answers
+`eval` and `verify` from compiled queries when every answer is in the cache
+(no click, sympy, yaml or lark); anything else goes to click."""
 
 from __future__ import annotations
 
-import json
 import sys
-
-import click
-import sympy as sp
-
-from .dsl.errors import SpecError
-
-
-def _fail(exc: SpecError, code: int = 2):
-    click.echo(exc.render(), err=True)
-    sys.exit(code)
 
 
 def _load(path):
@@ -22,140 +18,38 @@ def _load(path):
     return load_spec(path)
 
 
-class _Group(click.Group):
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except SpecError as exc:
-            _fail(exc)
+def _fail(exc, code: int = 2):
+    sys.stderr.write(exc.render() + "\n")
+    sys.exit(code)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="specc")
-def main():
-    """specc — LLM architectures as data; every cost exact; every printed number checked.
+class _Main:
+    """A stand-in for the click group that loads it on first use."""
 
-    \b
-    specc verify specs/*.yaml                      check every claim of the shipped specs
-    specc eval specs/<model>.yaml 'flops(P=8192)'  one exact number
-    specc check specs/<model>.yaml               parse and validate only
-    specc graph specs/<model>.yaml --format dot    the compiled graph
-    """
+    _group = None
 
+    def _real(self):
+        if _Main._group is None:
+            from . import cli_commands
 
-@main.command()
-@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--claims", "claim_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Extra claim files (YAML with a 'claims:' list), checked against every SPEC.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "md"]), default="text",
-              show_default=True, help="Output format.")
-@click.option("--only", default=None, help="Only claims whose id contains this text.")
-def verify(specs, claim_files, fmt, only):
-    """Check every claim of each SPEC: PASS / FAIL / XFAIL / XPASS / ERROR.
+            _Main._group = cli_commands.main
+        return _Main._group
 
-    Each claim is a number a source document prints, with the query that
-    recomputes it; the printed digits set the tolerance. Exit status: 0 when every
-    claim is PASS or XFAIL, 1 when any is FAIL, XPASS or ERROR, 2 on a spec or
-    usage error.
+    def __getattr__(self, name):
+        return getattr(self._real(), name)
 
-    \b
-    specc verify specs/<model>.yaml specs/<other>.yaml
-    specc verify specs/*.yaml --format json > results.json
-    specc verify specs/<model>.yaml --only prefill
-    """
-    from .verify.claims import verify_spec
-    from .verify.output import FORMATS
+    def __call__(self, *args, **kwargs):
+        if not args and not kwargs:
+            from .cli_fast import try_fast
 
-    results = []
-    for path in specs:
-        results.extend(verify_spec(_load(path), claim_files))
-    if only:
-        results = [r for r in results if only in r.claim.id]
-    click.echo(FORMATS[fmt](results))
-    bad = [r for r in results if r.verdict in ("FAIL", "XPASS", "ERROR")]
-    sys.exit(1 if bad else 0)
+            code = try_fast(sys.argv[1:])
+            if code is not None:
+                sys.stdout.flush()
+                sys.exit(code)
+        return self._real()(*args, **kwargs)
 
 
-def _json_value(value):
-    if isinstance(value, sp.Integer):
-        return int(value)
-    if isinstance(value, sp.Rational):
-        return f"{value.p}/{value.q}"
-    return str(value)
-
-
-@main.command("eval")
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
-@click.argument("queries", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list: query, value, float, unit, extrapolated.")
-@click.option("--symbolic", is_flag=True,
-              help="Allow scenario symbols as arguments (e.g. P=P) and print the expression.")
-def eval_(spec, queries, as_json, symbolic):
-    """Evaluate QUERIES against SPEC and print exact results.
-
-    \b
-    Scenario arguments: B requests (default 1), S cached tokens (default 0),
-    P new tokens, G generated tokens, H context length.
-    \b
-    specc eval specs/<model>.yaml 'flops(B=1, S=0, P=8192)'
-    specc eval specs/<model>.yaml 'params(group=dense_shared_ffn) / params()'
-    specc eval specs/<model>.yaml 'state_bytes(H=8192)' 'b_max(device=rtx_4090, H=8192, workspace=2 GiB)'
-    specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
-    Combine queries with + - * / // floor ceil min max.
-    """
-    from .compiler.queries import QueryEngine
-    from .dsl.units import DISPLAY, dims_name
-
-    engine = QueryEngine(_load(spec))
-    rows = []
-    for text in queries:
-        result = engine.evaluate_text(text, "<query>", symbolic_ok=symbolic)
-        value = result.value
-        unit = DISPLAY.get(result.dims, dims_name(result.dims))
-        rows.append({"query": text, "value": _json_value(value),
-                     "float": float(value) if value.is_number else None,
-                     "unit": unit, "extrapolated": result.extrapolated})
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    for row in rows:
-        flag = "  (extrapolated)" if row["extrapolated"] else ""
-        value = row["value"]
-        pretty = f"{value:,}" if isinstance(value, int) else str(value)
-        approx = f"  ≈ {row['float']:.6g}" if row["float"] is not None and not isinstance(value, int) else ""
-        click.echo(f"{row['query']} = {pretty} {row['unit']}{approx}{flag}".rstrip())
-
-
-# the query list of `eval --help` comes from the one registration table (stdlib-only import)
-from .compiler.query_registry import help_lines as _query_help_lines  # noqa: E402
-
-eval_.help += "\n\n\b\nQueries, by family (README 'Queries' has their arguments):\n" + "\n".join(_query_help_lines())
-
-
-@main.command()
-@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-def check(specs):
-    """Parse, compile and shape-check each SPEC without evaluating claims.
-
-    \b
-    specc check specs/*.yaml
-    """
-    from .compiler.build import compile_spec
-    from .verify.claims import load_claims
-
-    for path in specs:
-        spec = _load(path)
-        model = compile_spec(spec)
-        claims = load_claims(spec)
-        click.echo(f"{path}: ok — {len(model.ops)} op nodes, {len(model.graph.edges)} tensor edges, "
-                   f"{len(spec.stores)} state stores, {len(claims)} claims")
-
-
-# Commands owned by other modules register themselves on `main` when imported:
-# cli_render (graph, table, report, plot), cli_hf (import-hf, crosscheck),
-# cli_coverage (coverage of the claim catalogs), cli_blocks (the block library reference),
-# cli_site (the static explorer).
-from . import cli_blocks, cli_coverage, cli_hf, cli_render, cli_site  # noqa: E402,F401
+main = _Main()
 
 
 if __name__ == "__main__":  # pragma: no cover

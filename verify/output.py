@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from fractions import Fraction
+from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape, quoteattr
 
-from .claims import VERDICTS, Result
+from .verdicts import VERDICTS
+
+if TYPE_CHECKING:
+    from .claims import Result
 
 
 def summary(results: list[Result]) -> dict:
@@ -17,10 +22,13 @@ def summary(results: list[Result]) -> dict:
 def _tol(r: Result) -> str:
     if r.low is None:
         return ""
-    import sympy as sp
-
-    half = (r.high - r.low) / 2 / sp.Rational(r.unit_factor)
+    # exact rationals (sympy or Fraction) as Fractions: no sympy needed to print
+    half = (_fraction(r.high) - _fraction(r.low)) / 2 / Fraction(r.unit_factor)
     return f"±{float(half):.3g} {r.unit_label}".strip()
+
+
+def _fraction(x) -> Fraction:
+    return x if isinstance(x, Fraction) else Fraction(int(x.p), int(x.q))
 
 
 def as_text(results: list[Result]) -> str:

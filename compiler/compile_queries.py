@@ -1,0 +1,170 @@
+"""Building compiled queries (the miss path of compiler/compiled.py).
+
+A normalized query is evaluated once by the symbolic engine with its
+parameters left as scenario symbols, the closed form is printed as Python
+(compiler/codegen.py) and stored. The answer the caller gets on a miss is
+computed by that printed code too, so cold and warm runs print the same bits;
+the tests compare both against the symbolic path (`--no-fast`).
+
+Where a query has no closed form in its arguments (request sums whose
+decode-step conditions need concrete bounds, validations that need concrete
+values, ...), the literal query is evaluated by the symbolic engine and its
+exact value is stored for that text alone. Errors are never stored: they are
+raised by the symbolic path, with their locations."""
+
+from __future__ import annotations
+
+import contextlib
+from fractions import Fraction
+from pathlib import Path
+
+import sympy as sp
+
+from ..dsl.errors import SpecError
+from ..dsl.units import DISPLAY, dims_name
+from . import codegen, compiled, queries
+from .compiled import Answer, Store, Template
+from .queries import QueryEngine
+
+
+@contextlib.contextmanager
+def _recording_context_checks(found: list):
+    """Record the max_context checks the engine makes with symbolic contexts (it
+    skips them; the printed query must make them at its concrete arguments)."""
+    original = queries._Args.check_context
+
+    def check(args, model, context):
+        if model.max_context is not None and not isinstance(context, sp.Integer):
+            flag = args.values.get("extrapolate")
+            flag = flag.value if isinstance(flag, queries.Quantity) else flag
+            found.append((context, int(model.max_context), flag in ("true", 1, sp.Integer(1))))
+        return original(args, model, context)
+
+    queries._Args.check_context = check
+    try:
+        yield
+    finally:
+        queries._Args.check_context = original
+
+
+def _exact(value):
+    """A sympy number as int/Fraction, or None when it is not rational."""
+    value = sp.sympify(value)
+    if not value.is_Rational:
+        return None
+    return int(value) if value.is_Integer else Fraction(int(value.p), int(value.q))
+
+
+def _dependencies(engine: QueryEngine) -> set:
+    """Every file the engine's answers can depend on: the spec and its imports,
+    the sibling specs it asked (and theirs), and the hardware files it can see."""
+    files, seen, todo = set(), set(), [engine]
+    while todo:
+        eng = todo.pop()
+        if id(eng) in seen:
+            continue
+        seen.add(id(eng))
+        files.update(str(Path(s).resolve()) for s in (eng.spec.sources or [eng.spec.path]))
+        todo.extend(eng._siblings.values())
+        here = Path(eng.spec.path).resolve().parent
+        for folder in [here, *here.parents][:4]:
+            files.update(str(p.resolve()) for p in (folder / "hardware").glob("*.yaml"))
+            if folder.name == "hardware":
+                files.update(str(p.resolve()) for p in folder.glob("*.yaml"))
+    return files
+
+
+def store_for(engine: QueryEngine) -> Store:
+    """The spec's store (valid, or a fresh one)."""
+    store = compiled.load(engine.spec.path)
+    if store is None:
+        store = Store(compiled.engine_hash())
+        compiled._STORES[str(Path(engine.spec.path).resolve())] = store
+        _note_dependencies(engine, store)
+    return store
+
+
+def _note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
+    for path in sorted(_dependencies(engine) | {str(Path(p).resolve()) for p in extra}):
+        if path not in store.deps:
+            store.deps[path] = compiled.file_hash(path)
+    # within this process too, a later change of any of them retires the store
+    compiled._SIGNATURES[str(Path(engine.spec.path).resolve())] = compiled._signature(store)
+
+
+def _template(engine: QueryEngine, template: str, bind, vector: bool = False) -> Template | None:
+    """The closed form of a normalized query in the parameters `bind` (names),
+    printed; None when it has none. With vector=True, printed for numpy too."""
+    checks: list = []
+    try:
+        with _recording_context_checks(checks):
+            result = engine.evaluate_text(template, "<query>", symbolic_ok=True)
+        names = sorted(bind)
+        value = sp.sympify(result.value)
+        if not {s.name for s in value.free_symbols} <= set(names):
+            return None
+        source = codegen.emit(value, names, "python", name="q")
+        printed = tuple((codegen.emit(c, names, "python", name="c"), limit, allowed) for c, limit, allowed in checks)
+        grid = None
+        if vector:
+            grid = (codegen.emit(value, names, "vector", name="q"),
+                    tuple(codegen.emit(c, names, "vector", name="c") for c, _, _ in checks))
+    except (SpecError, codegen.CodegenError, ValueError, TypeError, ZeroDivisionError, AttributeError):
+        return None   # no closed form in these arguments: the literal query is answered exactly instead
+    return Template(tuple(names), source, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
+                    tuple(printed), bool(result.extrapolated), grid)
+
+
+def grid_template(engine: QueryEngine, text: str, names) -> Template | None:
+    """The template of `text` (parameters `names`) with its numpy printing, stored."""
+    store = store_for(engine)
+    entry = store.templates.get(text)
+    if entry is None or entry.vector is None:
+        entry = _template(engine, text, names, vector=True)
+        if entry is not None:
+            store.templates[text] = entry
+            _note_dependencies(engine, store)
+            _dirty.add(engine.spec.path)
+    return entry
+
+
+def answer(engine: QueryEngine, text: str, extra_deps=()) -> Answer:
+    """The answer to one query, compiling (and storing) it on a miss. Errors are
+    raised by the symbolic engine as located SpecErrors."""
+    spec_path = engine.spec.path
+    store = store_for(engine)
+    if text in store.literals:
+        return store.literals[text]
+    template, bind = compiled.normalize(text)
+    if bind:
+        if template not in store.templates:
+            store.templates[template] = _template(engine, template, bind)
+            _note_dependencies(engine, store, extra_deps)
+            _dirty.add(spec_path)
+        entry = store.templates[template]
+        if entry is not None:
+            found = compiled.run(entry, bind)
+            if found is not None:
+                return found
+    # the symbolic path: the reference, and the only one that reports errors
+    result = engine.evaluate_text(text, "<query>")
+    value = _exact(result.value)
+    found = Answer(value if value is not None else result.value, tuple(result.dims),
+                   DISPLAY.get(result.dims, dims_name(result.dims)), bool(result.extrapolated))
+    if value is not None:
+        store.literals[text] = found
+        _note_dependencies(engine, store, extra_deps)
+        _dirty.add(spec_path)
+    return found
+
+
+_dirty: set = set()
+
+
+def flush() -> None:
+    """Write every store this process changed."""
+    for spec_path in sorted(_dirty):
+        store = compiled._STORES.get(str(Path(spec_path).resolve()))
+        if store is not None:
+            compiled.save(spec_path, store)
+    _dirty.clear()

@@ -1,0 +1,271 @@
+"""Compiled queries: answering from printed closed forms, without sympy.
+
+A query such as `flops(B=1, S=0, P=8192)` is *normalized*: its non-zero literal
+scenario arguments become parameters (`flops(B=B, S=0, P=P)` with B=1,
+P=8192), so one closed form serves every scenario. compiler/compile_queries.py
+builds that closed form once with the symbolic engine, prints it as plain
+Python (compiler/codegen.py) and stores it here; this module only reads the
+store and runs the printed code, so a warm process imports neither sympy nor
+yaml nor lark.
+
+One store file per spec, in the content-keyed cache (dsl/disk_cache). Its
+manifest lists every file the answers depend on (the spec, its imports, sibling
+specs it asks, hardware files, claim files) with a SHA-256 of their bytes, plus
+a hash of the engine's own source; a process validates the store by hashing
+those files and drops it on any difference.
+
+Entries:
+* templates: normalized text -> Template (the printed function, the unit, and
+  the context checks the engine would make: beyond a spec's max_context the
+  answer is extrapolated, or — without extrapolate=true — an error, which the
+  fast path leaves to the symbolic path to report with its location);
+* literals: query text -> exact answer, for queries with no closed form in
+  their arguments (the exact value at those literal arguments);
+* verify: per set of claim files, the claims with their expected values and
+  tolerances (verify/fast_claims.py recomputes verdicts from them).
+
+Values are ints and fractions.Fraction only."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from fractions import Fraction
+from pathlib import Path
+
+from ..dsl import disk_cache
+
+FORMAT = 1          # bump when the store's layout changes
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Record:
+    """A plain record (dataclasses would cost the fast path the import of inspect)."""
+
+    __slots__ = ()
+    _defaults: dict = {}
+
+    def __init__(self, *args, **kwargs):
+        names = self.__slots__
+        values = dict(self._defaults)
+        values.update(zip(names, args))
+        values.update(kwargs)
+        for name in names:
+            setattr(self, name, values[name] if name in values else _fresh(name))
+
+    def __getstate__(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self.__getstate__() == other.__getstate__()
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.__getstate__().items())})"
+
+
+def _fresh(name):
+    return {}
+
+
+class Template(_Record):
+    """A printed closed form: args (parameter names, in call order), source (the
+    function `q(*args)`, codegen's python target), dims, unit, checks ((printed
+    context function `c`, max_context, extrapolate allowed), ...), extrapolated
+    (already so at its literal arguments), vector (the same, printed for numpy grids)."""
+
+    __slots__ = ("args", "source", "dims", "unit", "checks", "extrapolated", "vector")
+    # vector: (value, (context, ...)) printed for numpy grids, made on a sweep's first use
+    _defaults = {"checks": (), "extrapolated": False, "vector": None}
+
+
+class Answer(_Record):
+    """value (int or Fraction), dims, unit, extrapolated."""
+
+    __slots__ = ("value", "dims", "unit", "extrapolated")
+    _defaults = {"extrapolated": False}
+
+
+class Store(_Record):
+    """engine (hash), deps (path -> sha256 of its bytes), templates (normalized
+    text -> Template, or None: no closed form), literals (text -> Answer), verify
+    (claim-files key -> claim records)."""
+
+    __slots__ = ("engine", "deps", "templates", "literals", "verify", "format")
+    _defaults = {"format": FORMAT}
+
+
+# ------------------------------------------------------------------ the engine's identity
+_ENGINE_HASH: str | None = None
+
+
+def engine_hash() -> str:
+    """A hash of every source file whose code decides an answer or a verdict."""
+    global _ENGINE_HASH
+    if _ENGINE_HASH is None:
+        digest = hashlib.sha256(str(FORMAT).encode())
+        for folder in ("compiler", "dsl", "verify"):
+            for path in sorted((_ROOT / folder).glob("*.py")) + sorted((_ROOT / folder).glob("*.lark")):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        _ENGINE_HASH = digest.hexdigest()
+    return _ENGINE_HASH
+
+
+def file_hash(path) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+# ------------------------------------------------------------------ normalization
+# a literal scenario argument: `P=8192` followed by `,` or `)`
+_SCENARIO_ARG = re.compile(r"(?<![\w.])([BSPGH])\s*=\s*(\d+)(?=\s*[,)])")
+# any other use of a scenario letter as a name (not a keyword, not the unit B after a number)
+_LETTER = re.compile(r"(?<![\w.])([BSPGH])(?![\w.])")
+_KEYWORD_AFTER = re.compile(r"\s*=")
+_NUMBER_BEFORE = re.compile(r"\d\s*$")
+
+
+def normalize(text: str) -> tuple[str, dict]:
+    """(template, bindings): non-zero literal scenario arguments become parameters.
+
+    A name bound to two different values keeps its literals (one closed form
+    cannot be both); zero stays literal, because P = 0 and G = 0 are errors the
+    symbolic engine must see, and S = 0 simplifies the closed form. A text that
+    uses a scenario letter any other way is not templated at all."""
+    for m in _LETTER.finditer(text):
+        after, before = text[m.end():], text[:m.start()]
+        if not _KEYWORD_AFTER.match(after) and not (m.group(1) == "B" and _NUMBER_BEFORE.search(before)):
+            return text, {}
+    values: dict = {}
+    for m in _SCENARIO_ARG.finditer(text):
+        values.setdefault(m.group(1), set()).add(int(m.group(2)))
+    bind = {k: next(iter(v)) for k, v in values.items() if len(v) == 1 and 0 not in v}
+    if not bind:
+        return text, {}
+
+    def sub(m):
+        name = m.group(1)
+        return f"{name}={name}" if name in bind else m.group(0)
+
+    return _SCENARIO_ARG.sub(sub, text), bind
+
+
+# ------------------------------------------------------------------ running printed code
+_PRELUDE_NS: dict | None = None
+_FUNCTIONS: dict = {}
+
+
+def _namespace() -> dict:
+    global _PRELUDE_NS
+    if _PRELUDE_NS is None:
+        from .codegen_prelude import PYTHON_PRELUDE
+
+        _PRELUDE_NS = {}
+        exec(PYTHON_PRELUDE, _PRELUDE_NS)  # noqa: S102 - the project's own support code
+    return _PRELUDE_NS
+
+
+def function(source: str, name: str = "q"):
+    """The function printed in `source` (compiled once per process)."""
+    fn = _FUNCTIONS.get(source)
+    if fn is None:
+        ns = dict(_namespace())
+        exec(source, ns)  # noqa: S102 - code printed by codegen from the engine's own closed forms
+        fn = _FUNCTIONS[source] = ns[name]
+    return fn
+
+
+def run(template: Template, bind: dict) -> Answer | None:
+    """The template's answer at `bind`, or None when the fast path must not answer
+    (a context beyond max_context without extrapolate=true, an invalid pattern
+    argument, a division by zero, ...): the symbolic path then reports it."""
+    args = [bind[a] for a in template.args]
+    extrapolated = template.extrapolated
+    try:
+        for source, limit, allowed in template.checks:
+            if function(source, "c")(*args) > limit:
+                if not allowed:
+                    return None
+                extrapolated = True
+        value = function(template.source)(*args)
+    except (ValueError, ZeroDivisionError, TypeError, ArithmeticError):
+        return None
+    if not isinstance(value, (int, Fraction)):
+        return None
+    return Answer(value, template.dims, template.unit, extrapolated)
+
+
+# ------------------------------------------------------------------ the stores
+_STORES: dict = {}
+
+
+def _store_path(spec_path) -> Path | None:
+    folder = disk_cache.cache_dir("compiled")
+    if folder is None:
+        return None
+    key = hashlib.sha256(str(Path(spec_path).resolve()).encode()).hexdigest()[:24]
+    return folder / f"{key}.pickle"
+
+
+def _valid(store) -> bool:
+    if not isinstance(store, Store) or store.format != FORMAT or store.engine != engine_hash():
+        return False
+    return all(file_hash(path) == digest for path, digest in store.deps.items())
+
+
+_SIGNATURES: dict = {}
+
+
+def _signature(store: Store) -> tuple:
+    """(mtime, size) of every dependency: cheap to re-check within one process."""
+    out = []
+    for path in store.deps:
+        try:
+            st = Path(path).stat()
+            out.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def load(spec_path) -> Store | None:
+    """The spec's validated store, or None (missing, damaged, or any dependency changed)."""
+    key = str(Path(spec_path).resolve())
+    if key in _STORES:
+        store = _STORES[key]
+        if store is None or key not in _SIGNATURES or _SIGNATURES[key] == _signature(store):
+            return store
+    path = _store_path(spec_path)
+    store = disk_cache.load(path) if path is not None else None
+    store = store if _valid(store) else None
+    _STORES[key] = store
+    if store is not None:
+        _SIGNATURES[key] = _signature(store)
+    return store
+
+
+def save(spec_path, store: Store) -> None:
+    _STORES[str(Path(spec_path).resolve())] = store
+    path = _store_path(spec_path)
+    if path is not None:
+        disk_cache.store(path, store)
+
+
+def lookup(spec_path, text: str, store: Store | None = None) -> Answer | None:
+    """The answer to one query from the (given, or the spec's validated) store
+    alone, or None on any miss."""
+    store = store if store is not None else load(spec_path)
+    if store is None:
+        return None
+    if text in store.literals:
+        return store.literals[text]
+    template, bind = normalize(text)
+    entry = store.templates.get(template)
+    if entry is None:
+        return None
+    return run(entry, bind)

@@ -1,0 +1,271 @@
+"""Sweeps: one query over a grid of scenario values.
+
+`sweep(spec, "flops(P=P)", {"P": range(1, 10**6 + 1)})` evaluates the query's
+compiled closed form at every point of the grid. Where interval arithmetic
+proves that no intermediate value leaves int64 (compiler/vector.py), the grid
+runs as numpy int64 arrays; otherwise — or when a value is not an integer —
+every point is computed with exact Python ints and Fractions. Each point's
+value is the one `specc eval` prints for the literal query:
+
+* points with a zero coordinate are answered through the eval path itself
+  (P = 0 and G = 0 are errors there, and a zero can change which checks apply);
+* the context checks are made on the whole grid: beyond the spec's maximum
+  context a point is flagged extrapolated, or — without extrapolate=true —
+  the sweep stops with the error `specc eval` gives for that point;
+* a sample of points (ends included) is recomputed exactly and must agree,
+  else the whole grid is computed exactly."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from ..dsl.errors import Loc, SpecError
+from . import compiled
+
+_PARAM = re.compile(r"(?<![\w.])([BSPGH])\s*=\s*([BSPGH])(?![\w.])")
+_OVER = re.compile(r"^\s*([BSPGH])\s*=\s*(.+?)\s*$")
+_RANGE = re.compile(r"^(\d+)\s*\.\.\s*(\d+)(?:\s*:\s*(\d+))?$")
+_SAMPLE = 64
+
+
+class Table:
+    """The sweep's result: one column per swept name, then value and extrapolated."""
+
+    def __init__(self, names, columns, values, extrapolated, unit, mode, seconds):
+        self.names, self.columns, self.values, self.extrapolated = names, columns, values, extrapolated
+        self.unit, self.mode, self.seconds = unit, mode, seconds
+
+    def __len__(self):
+        return len(self.values)
+
+    @property
+    def points_per_second(self) -> float:
+        return len(self) / self.seconds if self.seconds > 0 else float("inf")
+
+
+def _query_loc(query: str) -> Loc:
+    return Loc("<query>", 1, 1, source_text=query)
+
+
+def parse_over(text: str, where: str = "--over") -> tuple[str, object]:
+    """'P=1..1000000' (inclusive; '..N:STEP' for a stride) or 'B=1,2,4' -> (name, values)."""
+    m = _OVER.match(text)
+    loc = Loc(where, 1, 1, source_text=text)
+    if not m:
+        raise SpecError(f"cannot read the grid '{text}'", loc,
+                        expected="NAME=FIRST..LAST or NAME=V1,V2,... with NAME one of B, S, P, G, H")
+    name, spec = m.groups()
+    r = _RANGE.match(spec)
+    if r:
+        first, last, step = int(r.group(1)), int(r.group(2)), int(r.group(3) or 1)
+        if last < first or step < 1:
+            raise SpecError(f"empty range '{spec}'", loc, expected="FIRST <= LAST and STEP >= 1")
+        return name, range(first, last + 1, step)
+    values = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise SpecError(f"'{name}=' takes non-negative integers, got '{part}'", loc,
+                            expected="NAME=1,2,4 or NAME=1..1000")
+        values.append(int(part))
+    return name, values
+
+
+def _grid(names, over):
+    import numpy as np
+
+    axes = []
+    for name in names:
+        values = over[name]
+        if isinstance(values, range):
+            axes.append(np.arange(values.start, values.stop, values.step, dtype=object
+                                  if values.stop > compiled_limit() else np.int64))
+        else:
+            axes.append(np.array(values, dtype=object if max(values) > compiled_limit() else np.int64))
+    if len(axes) == 1:
+        return [axes[0]]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return [m.reshape(-1) for m in mesh]
+
+
+def compiled_limit() -> int:
+    from .vector import LIMIT
+
+    return LIMIT
+
+
+def _literal(query: str, point: dict) -> str:
+    return _PARAM.sub(lambda m: f"{m.group(1)}={point[m.group(1)]}", query)
+
+
+class _Engine:
+    """The symbolic engine, loaded only when a point or a template needs it."""
+
+    def __init__(self, spec_path):
+        self.spec_path, self.engine = spec_path, None
+
+    def get(self):
+        if self.engine is None:
+            from .queries import QueryEngine
+            from .spec import load_spec
+
+            self.engine = QueryEngine.shared(load_spec(self.spec_path))
+        return self.engine
+
+    def answer(self, query, point) -> compiled.Answer:
+        text = _literal(query, point)
+        found = compiled.lookup(self.spec_path, text)
+        if found is None:
+            from . import compile_queries
+
+            found = compile_queries.answer(self.get(), text)
+        return found
+
+
+def sweep(spec_path, query: str, over: dict, fast: bool = True) -> Table:
+    """Evaluate `query` (which names each swept variable as NAME=NAME) at every
+    point of the grid `over` = {name: values}; see the module docstring."""
+    import numpy as np
+
+    from . import vector
+
+    start = time.perf_counter()
+    used = {m.group(1) for m in _PARAM.finditer(query) if m.group(1) == m.group(2)}
+    names = list(over)
+    if used != set(names):
+        missing, extra = sorted(used - set(names)), sorted(set(names) - used)
+        what = (f"the query uses {', '.join(f'{n}={n}' for n in missing)} but no --over gives it" if missing else
+                f"--over {', '.join(extra)} is not used by the query (write {extra[0]}={extra[0]} in it)")
+        raise SpecError(what, _query_loc(query), expected="e.g. flops(P=P) with --over P=1..1000")
+    engine = _Engine(spec_path)
+    columns = _grid(names, over)
+    n = len(columns[0])
+    params = sorted(names)
+    order = [names.index(p) for p in params]
+
+    template = None
+    if fast:
+        store = compiled.load(spec_path)
+        template = store.templates.get(query) if store is not None else None
+        if template is None or template.vector is None:
+            from . import compile_queries
+
+            try:
+                template = compile_queries.grid_template(engine.get(), query, params)
+            finally:
+                compile_queries.flush()
+
+    values = _Values(n)
+    extrapolated = np.zeros(n, dtype=bool)
+    zero = np.zeros(n, dtype=bool)
+    for col in columns:
+        zero |= col == 0
+    mode = "exact"
+    if template is not None and columns[0].dtype == np.int64 and all(c.dtype == np.int64 for c in columns):
+        mode = _vectorized(template, columns, order, ~zero, values, extrapolated, engine, query, names)
+        if mode == "int64" and not zero.any():
+            return Table(names, columns, values.int64, extrapolated, template.unit, mode,
+                         time.perf_counter() - start)
+    unit = template.unit if template is not None else None
+    for i in (np.flatnonzero(values.objects == None) if mode != "exact" else range(n)):  # noqa: E711
+        point = {name: int(col[i]) for name, col in zip(names, columns)}
+        found = compiled.run(template, point) if template is not None and not zero[i] else None
+        if found is None:
+            found = engine.answer(query, point)
+        values.objects[i], extrapolated[i], unit = found.value, found.extrapolated, found.unit
+    return Table(names, columns, values.objects, extrapolated, unit or "", mode, time.perf_counter() - start)
+
+
+class _Values:
+    """Per-point values: an object array (exact ints/Fractions), or — when the
+    int64 run covers every point — that int64 array itself."""
+
+    def __init__(self, n):
+        import numpy as np
+
+        self.objects = np.empty(n, dtype=object)
+        self.int64 = None
+
+    def __setitem__(self, key, value):
+        self.objects[key] = value
+
+
+def _vectorized(template, columns, order, live, values, extrapolated, engine, query, names) -> str:
+    """Fill the live (non-zero) points with int64 arithmetic when that is proven
+    safe; returns the mode used ('int64', or 'exact' to leave them to the caller)."""
+    import numpy as np
+
+    from . import vector
+
+    if not live.any():
+        return "int64"
+    args = [columns[j][live] for j in order]
+    ranges = [(int(a.min()), int(a.max())) for a in args]
+    source, check_sources = template.vector
+    try:
+        for src in (source, *check_sources):
+            name = "q" if src is source else "c"
+            _, largest = vector.bounds(src, ranges, name)
+            if largest >= vector.LIMIT:
+                return "exact"
+        result = vector.run(source, args)
+        flags = np.zeros(len(args[0]), dtype=bool)
+        for src, (_, limit, allowed) in zip(check_sources, template.checks):
+            beyond = vector.run(src, args, "c") > limit
+            if beyond.any() and not allowed:
+                first = int(np.flatnonzero(beyond)[0])
+                engine.answer(query, {name: int(columns[j][live][first]) for j, name in enumerate(names)})
+                return "exact"   # (the eval path raises; if it ever did not, compute exactly)
+            flags |= beyond
+    except (vector.NotInt64, FloatingPointError, OverflowError, ZeroDivisionError):
+        return "exact"
+    # a sample, ends included, recomputed exactly (pattern-sum arguments are not
+    # validated element-wise, so the exact path is the judge)
+    idx = np.unique(np.concatenate([np.linspace(0, len(result) - 1, _SAMPLE).astype(np.int64)]))
+    for k in idx:
+        point = {p: int(a[k]) for p, a in zip(sorted(names), args)}
+        found = compiled.run(template, point)
+        if found is None:
+            found = engine.answer(query, point)
+        if found.value != int(result[k]) or found.extrapolated != bool(flags[k]):
+            return "exact"
+    if live.all():
+        values.int64 = result          # the whole grid: kept as one int64 array
+    else:
+        values[live] = result.astype(object)
+    extrapolated[live] = flags
+    return "int64"
+
+
+# ------------------------------------------------------------------ writing
+def _text(value) -> str:
+    return str(value) if type(value) is int else f"{value.numerator}/{value.denominator}"
+
+
+def _cells(table: Table) -> list:
+    """The table's columns as lists of cell values (ints, 'p/q' strings, true/false)."""
+    import numpy as np
+
+    cols = [c.tolist() for c in table.columns]
+    vals = table.values.tolist() if table.values.dtype == np.int64 else [
+        v if type(v) is int else _text(v) for v in table.values]
+    return cols + [vals, table.extrapolated.tolist()]
+
+
+def to_csv(table: Table) -> str:
+    cells = _cells(table)
+    cells[-1] = ["true" if e else "false" for e in cells[-1]]
+    row = ",".join(["%s"] * len(cells))
+    lines = [",".join(table.names + ["value", "extrapolated"])]
+    lines.extend([row % r for r in zip(*cells)])
+    return "\n".join(lines) + "\n"
+
+
+def to_json(table: Table, spec: str, query: str) -> str:
+    import json
+
+    rows = [list(r) for r in zip(*_cells(table))]
+    return json.dumps({"spec": str(spec), "query": query, "unit": table.unit,
+                       "columns": table.names + ["value", "extrapolated"], "rows": rows})
+

@@ -1,0 +1,151 @@
+"""The `specc` commands verify, eval and check, and the click group every
+command registers on (specc/cli.py loads this module on first use)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .cli import _fail, _load
+from .dsl.errors import SpecError
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except SpecError as exc:
+            _fail(exc)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="specc")
+def main():
+    """specc — LLM architectures as data; every cost exact; every printed number checked.
+
+    \b
+    specc verify specs/*.yaml                      check every claim of the shipped specs
+    specc eval specs/<model>.yaml 'flops(P=8192)'  one exact number
+    specc check specs/<model>.yaml               parse and validate only
+    specc graph specs/<model>.yaml --format dot    the compiled graph
+    """
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--claims", "claim_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Extra claim files (YAML with a 'claims:' list), checked against every SPEC.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "md"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--only", default=None, help="Only claims whose id contains this text.")
+@click.option("--no-fast", is_flag=True, help="Evaluate every claim with the symbolic engine (no compiled queries).")
+def verify(specs, claim_files, fmt, only, no_fast):
+    """Check every claim of each SPEC: PASS / FAIL / XFAIL / XPASS / ERROR.
+
+    Each claim is a number a source document prints, with the query that
+    recomputes it; the printed digits set the tolerance. Exit status: 0 when every
+    claim is PASS or XFAIL, 1 when any is FAIL, XPASS or ERROR, 2 on a spec or
+    usage error.
+
+    \b
+    specc verify specs/<model>.yaml specs/<other>.yaml
+    specc verify specs/*.yaml --format json > results.json
+    specc verify specs/<model>.yaml --only prefill
+    """
+    from .verify.output import FORMATS
+
+    results = []
+    for path in specs:
+        if no_fast:
+            from .verify.claims import verify_spec
+
+            results.extend(verify_spec(_load(path), claim_files))
+        else:
+            from .verify.fast_claims import verify_path
+
+            results.extend(verify_path(path, claim_files))
+    if only:
+        results = [r for r in results if only in r.claim.id]
+    click.echo(FORMATS[fmt](results))
+    bad = [r for r in results if r.verdict in ("FAIL", "XPASS", "ERROR")]
+    sys.exit(1 if bad else 0)
+
+
+@main.command("eval")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.argument("queries", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list: query, value, float, unit, extrapolated.")
+@click.option("--symbolic", is_flag=True,
+              help="Allow scenario symbols as arguments (e.g. P=P) and print the expression.")
+@click.option("--no-fast", is_flag=True, help="Evaluate with the symbolic engine (no compiled queries).")
+def eval_(spec, queries, as_json, symbolic, no_fast):
+    """Evaluate QUERIES against SPEC and print exact results.
+
+    \b
+    Scenario arguments: B requests (default 1), S cached tokens (default 0),
+    P new tokens, G generated tokens, H context length.
+    \b
+    specc eval specs/<model>.yaml 'flops(B=1, S=0, P=8192)'
+    specc eval specs/<model>.yaml 'params(group=dense_shared_ffn) / params()'
+    specc eval specs/<model>.yaml 'state_bytes(H=8192)' 'b_max(device=rtx_4090, H=8192, workspace=2 GiB)'
+    specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
+    Combine queries with + - * / // floor ceil min max.
+    """
+    from .cli_fast import eval_rows, render_eval
+
+    if no_fast or symbolic:
+        from .compiler.queries import QueryEngine
+        from .dsl.units import DISPLAY, dims_name
+
+        engine = QueryEngine(_load(spec))
+        answers = []
+        for text in queries:
+            result = engine.evaluate_text(text, "<query>", symbolic_ok=symbolic)
+            answers.append((result.value, DISPLAY.get(result.dims, dims_name(result.dims)), result.extrapolated))
+    else:
+        from .compiler import compile_queries
+        from .compiler.queries import QueryEngine
+
+        engine = QueryEngine.shared(_load(spec))
+        answers = []
+        try:
+            for text in queries:
+                found = compile_queries.answer(engine, text)
+                answers.append((found.value, found.unit, found.extrapolated))
+        finally:
+            compile_queries.flush()
+    click.echo(render_eval(eval_rows(queries, answers), as_json))
+
+
+# the query list of `eval --help` comes from the one registration table (stdlib-only import)
+from .compiler.query_registry import help_lines as _query_help_lines  # noqa: E402
+
+eval_.help += "\n\n\b\nQueries, by family (README 'Queries' has their arguments):\n" + "\n".join(_query_help_lines())
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+def check(specs):
+    """Parse, compile and shape-check each SPEC without evaluating claims.
+
+    \b
+    specc check specs/*.yaml
+    """
+    from .compiler.build import compile_spec
+    from .verify.claims import load_claims
+
+    for path in specs:
+        spec = _load(path)
+        model = compile_spec(spec)
+        claims = load_claims(spec)
+        click.echo(f"{path}: ok — {len(model.ops)} op nodes, {len(model.graph.edges)} tensor edges, "
+                   f"{len(spec.stores)} state stores, {len(claims)} claims")
+
+
+# Commands owned by other modules register themselves on `main` when imported
+# (`from .cli import main` there is the stand-in that resolves to the group above):
+# cli_render (graph, table, report, plot), cli_hf (import-hf, crosscheck),
+# cli_coverage (coverage of the claim catalogs), cli_blocks (the block library reference),
+# cli_site (the static explorer).
+from . import cli_blocks, cli_coverage, cli_hf, cli_render, cli_site, cli_sweep  # noqa: E402,F401

@@ -1,0 +1,131 @@
+"""The console script's fast lane: `eval` and `verify` answered from compiled
+queries (compiler/compiled.py) without importing click, sympy, yaml or lark.
+
+`try_fast(argv)` handles only the plain forms of the two commands and only
+when every answer is already in the cache; it returns the exit status, or
+None to hand the command line to click unchanged (a miss, any other option,
+help, a missing file, ...). Nothing is printed before every answer is known,
+so a hand-over never duplicates output. The formatting functions are shared
+with the click commands, so both lanes print the same text."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from fractions import Fraction
+
+
+# ------------------------------------------------------------------ eval output
+def _json_value(value):
+    if type(value) is int:
+        return value
+    if isinstance(value, Fraction):
+        return f"{value.numerator}/{value.denominator}"
+    if getattr(value, "is_Integer", False):
+        return int(value)
+    if getattr(value, "is_Rational", False):
+        return f"{value.p}/{value.q}"
+    return str(value)
+
+
+def _float(value):
+    if isinstance(value, (int, Fraction)):
+        return float(value)
+    return float(value) if value.is_number else None
+
+
+def eval_rows(queries, answers) -> list:
+    """answers: (value, unit label, extrapolated) per query."""
+    return [{"query": text, "value": _json_value(value), "float": _float(value), "unit": unit,
+             "extrapolated": bool(extrapolated)} for text, (value, unit, extrapolated) in zip(queries, answers)]
+
+
+def render_eval(rows, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(rows, indent=2)
+    lines = []
+    for row in rows:
+        flag = "  (extrapolated)" if row["extrapolated"] else ""
+        value = row["value"]
+        pretty = f"{value:,}" if isinstance(value, int) else str(value)
+        approx = f"  ≈ {row['float']:.6g}" if row["float"] is not None and not isinstance(value, int) else ""
+        lines.append(f"{row['query']} = {pretty} {row['unit']}{approx}{flag}".rstrip())
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the lane
+def _eval(args) -> int | None:
+    as_json = False
+    rest = []
+    for arg in args:
+        if arg == "--json":
+            as_json = True
+        elif arg.startswith("-"):
+            return None
+        else:
+            rest.append(arg)
+    if len(rest) < 2 or not os.path.isfile(rest[0]):
+        return None
+    from .compiler import compiled
+
+    spec, queries = rest[0], rest[1:]
+    answers = []
+    for text in queries:
+        found = compiled.lookup(spec, text)
+        if found is None:
+            return None
+        answers.append((found.value, found.unit, found.extrapolated))
+    sys.stdout.write(render_eval(eval_rows(queries, answers), as_json) + "\n")
+    return 0
+
+
+def _verify(args) -> int | None:
+    specs, claim_files, fmt, only = [], [], "text", None
+    it = iter(args)
+    for arg in it:
+        if arg in ("--format", "--only", "--claims"):
+            value = next(it, None)
+            if value is None:
+                return None
+            if arg == "--format":
+                fmt = value
+            elif arg == "--only":
+                only = value
+            else:
+                claim_files.append(value)
+        elif arg.startswith("-"):
+            return None
+        else:
+            specs.append(arg)
+    if not specs or fmt not in ("text", "json", "junit", "md"):
+        return None
+    if not all(os.path.isfile(p) for p in specs + claim_files):
+        return None
+    from .verify import fast_claims
+
+    results = []
+    for path in specs:
+        found = fast_claims.cached_results(path, claim_files)
+        if found is None:
+            return None
+        results.extend(found)
+    if only:
+        results = [r for r in results if only in r.claim.id]
+    from .verify.output import FORMATS
+
+    sys.stdout.write(FORMATS[fmt](results) + "\n")
+    return 1 if any(r.verdict in ("FAIL", "XPASS", "ERROR") for r in results) else 0
+
+
+def try_fast(argv) -> int | None:
+    if not argv:
+        return None
+    try:
+        if argv[0] == "eval":
+            return _eval(argv[1:])
+        if argv[0] == "verify":
+            return _verify(argv[1:])
+    except Exception:  # noqa: BLE001 - any surprise: the full command line handles it
+        return None
+    return None
