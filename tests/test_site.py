@@ -171,6 +171,10 @@ def _random_setting(rng: random.Random, spec_path: str, memory_override: bool = 
     params["workspace"] = rng.choice(["0 B", "2 GiB", "1.5 GB", "512 MiB", "3 GB"])
     if memory_override and rng.random() < 0.3:
         params["memory"] = rng.choice(["24GB", "80 GB", "16 GiB", "141 GB", "192GiB"])
+    if memory_override and rng.random() < 0.5:          # the engine has deployment queries too
+        for key, values in S.DEPLOYMENT_GRID.items():
+            params[key] = rng.choice(values)
+        params["dp"] = rng.choice([1, 1, 2, 3])
     return params
 
 
@@ -209,6 +213,8 @@ def test_fifty_random_settings_agree_with_specc_eval(browser, built_site):
         assert not _severe(browser), (params, _severe(browser))
     assert specs_seen == set(SHIPPED)
     assert {f.id for f in S.FIGURES} | {"b_max"} <= figures_seen
+    if memory_override:
+        assert {f.id for f in S.DEPLOYED} | {"h_max"} <= figures_seen
     assert checked >= 52 * 10
 
 
