@@ -184,5 +184,6 @@ def check(specs, strict):
 # Commands owned by other modules register themselves on `main` when imported
 # (`from .cli import main` there is the stand-in that resolves to the group above):
 # cli_render (graph, table, report, plot), cli_hf (import-hf, crosscheck),
-# cli_coverage (coverage of the claim catalogs), cli_blocks (the block library reference).
-from . import cli_blocks, cli_coverage, cli_hf, cli_render, cli_sweep  # noqa: E402,F401
+# cli_coverage (coverage of the claim catalogs), cli_blocks (the block library reference),
+# cli_site (the static explorer).
+from . import cli_blocks, cli_coverage, cli_hf, cli_render, cli_site, cli_sweep  # noqa: E402,F401

@@ -1,0 +1,671 @@
+// specc explorer: evaluates the exported closed forms (data/<spec>.js, printed by
+// compiler/codegen.py) with the exact arithmetic of data/exact.js (_R: BigInt
+// integers and reduced {n, d} rationals). Floats appear only in the approximate
+// displays and in chart coordinates. Every figure element carries data-query (the
+// specc query it shows) and data-value (its exact value as `specc eval --json`
+// prints it: an integer or "p/q").
+"use strict";
+
+const SPECC = (() => {
+  const site = SPECC_SITE;
+  const loaded = {};       // spec name -> {data, fns}
+  const waiting = {};      // spec name -> callbacks
+  const $ = (id) => document.getElementById(id);
+  const SCENARIO = ["B", "S", "P", "G", "H"];
+  const MINIMA = { B: 1n, S: 0n, P: 1n, G: 1n, H: 0n };
+  const DEFAULTS = { B: 1n, S: 0n, P: 8192n, G: 1n, H: 8192n };
+
+  // ------------------------------------------------------------ exact values
+  const isInt = (v) => typeof v === "bigint";
+  const exactText = (v) => _R.toString(v);
+  function parseExact(text) {           // "123" or "p/q", as the site data stores exact values
+    const s = String(text);
+    const slash = s.indexOf("/");
+    return slash < 0 ? BigInt(s) : _R.q(BigInt(s.slice(0, slash)), BigInt(s.slice(slash + 1)));
+  }
+  function toNumber(v) {                // for display and chart positions only
+    if (isInt(v)) return Number(v);
+    const whole = _R.floor(v);
+    const rest = _R.add(v, _R.neg(whole));
+    return Number(whole) + Number((rest.n * 10n ** 15n) / rest.d) / 1e15;
+  }
+  const separated = (n) => n.toLocaleString("en-US");
+
+  // "2 GiB", "24GB", "1.5 TB", "1000" (bytes) -> {value, text}, with the unit words of dsl/units.py
+  function parseBytes(text) {
+    const m = /^\s*([0-9]+)(?:\.([0-9]+))?\s*([A-Za-z]*)\s*$/.exec(text);
+    if (!m) throw new Error(`'${text}' is not an amount of memory (e.g. 2 GiB, 24 GB, 0 B)`);
+    const word = m[3] || "B";
+    if (!(word in site.byte_units)) {
+      throw new Error(`'${word}' is not a byte unit (use ${Object.keys(site.byte_units).join(", ")})`);
+    }
+    const frac = m[2] || "";
+    const number = _R.q(BigInt(m[1] + frac), 10n ** BigInt(frac.length));
+    const value = _R.mul(number, parseExact(site.byte_units[word]));
+    return { value, text: `${m[1]}${frac ? "." + frac : ""} ${word}` };
+  }
+
+  // ------------------------------------------------------------ human display
+  const BINARY = [["PiB", 2n ** 50n], ["TiB", 2n ** 40n], ["GiB", 2n ** 30n], ["MiB", 2n ** 20n], ["KiB", 2n ** 10n]];
+  const DECIMAL = [["P", 1e15], ["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
+  const WORDS = [["trillion", 1e12], ["billion", 1e9], ["million", 1e6]];
+  const round3 = (x) => x.toLocaleString("en-US", { maximumSignificantDigits: 4 });
+
+  function approx(v, unit) {
+    const x = toNumber(v);
+    const ax = Math.abs(x);
+    if (unit === "bytes") {
+      for (const [name, size] of BINARY) if (ax >= Number(size)) return `${round3(x / Number(size))} ${name}`;
+      return "";
+    }
+    if (unit === "FLOPs") {
+      for (const [prefix, size] of DECIMAL) if (ax >= size) return `${round3(x / size)} ${prefix}FLOPs`;
+      return "";
+    }
+    if (unit === "parameters") {
+      for (const [word, size] of WORDS) if (ax >= size) return `${round3(x / size)} ${word}`;
+    }
+    return "";
+  }
+
+  function showValue(v, unit) {
+    const words = { bytes: "bytes", FLOPs: "FLOPs", parameters: "parameters", "bytes per token": "bytes per token",
+                    requests: "requests", tokens: "tokens" }[unit] || unit;
+    if (isInt(v)) {
+      const near = approx(v, unit);
+      return { main: `${separated(v)} ${words}`, note: near ? `≈ ${near}` : "" };
+    }
+    const near = approx(v, unit);
+    return { main: `≈ ${toNumber(v).toLocaleString("en-US", { maximumFractionDigits: 4 })} ${words}`,
+             note: `exactly ${v.n}/${v.d}${near ? ` (≈ ${near})` : ""}` };
+  }
+
+  // ------------------------------------------------------------ state and the URL
+  const state = { spec: null, device: null, memory: "", workspace: "0 B", format: null, options: {},
+                  B: DEFAULTS.B, S: DEFAULTS.S, P: DEFAULTS.P, G: DEFAULTS.G, H: DEFAULTS.H,
+                  tp: 1n, pp: 1n, ep: 1n, dp: 1n };
+  const DEGREES = ["tp", "pp", "ep", "dp"];
+  const problems = [];
+
+  function readURL() {
+    const q = new URLSearchParams(location.search);
+    const names = site.specs.map((s) => s.name);
+    state.spec = q.get("spec") && names.includes(q.get("spec")) ? q.get("spec") : names[0];
+    if (q.get("spec") && !names.includes(q.get("spec"))) problems.push(`no spec '${q.get("spec")}' in this site`);
+    const devices = site.devices.map((d) => d.name);
+    state.device = q.get("device") && devices.includes(q.get("device")) ? q.get("device") : devices[0];
+    if (q.get("device") && !devices.includes(q.get("device"))) problems.push(`no device '${q.get("device")}'`);
+    state.memory = q.get("memory") || "";
+    state.workspace = q.get("workspace") || "0 B";
+    for (const key of SCENARIO) {
+      const raw = q.get(key);
+      if (raw === null) continue;
+      if (/^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key]) state[key] = BigInt(raw);
+      else problems.push(`${key}=${raw} is not an integer ≥ ${MINIMA[key]}`);
+    }
+    for (const key of DEGREES) {
+      const raw = q.get(key);
+      if (raw === null) continue;
+      const offered = site.deployment_grid[key];
+      const ok = /^[0-9]+$/.test(raw) && BigInt(raw) >= 1n && (!offered || offered.map(String).includes(raw));
+      if (ok && (site.deployment || raw === "1")) state[key] = BigInt(raw);
+      else if (!site.deployment) problems.push(`this site has no per-device figures (${key}=${raw})`);
+      else problems.push(`${key}=${raw} is not offered (${offered ? offered.join(", ") : "an integer ≥ 1"})`);
+    }
+    state.format = q.get("format");
+    state.urlOptions = {};
+    for (const [k, v] of q.entries()) state.urlOptions[k] = v;
+  }
+
+  function writeURL() {
+    const q = new URLSearchParams();
+    q.set("spec", state.spec);
+    const spec = loaded[state.spec] && loaded[state.spec].data;
+    if (spec) {
+      for (const o of spec.options) if (state.options[o.name] !== o.default) q.set(o.name, state.options[o.name]);
+      if (state.format !== defaultFormat(spec)) q.set("format", state.format);
+    }
+    q.set("device", state.device);
+    if (state.memory) q.set("memory", state.memory);
+    q.set("workspace", state.workspace);
+    for (const key of SCENARIO) q.set(key, state[key].toString());
+    if (site.deployment) for (const key of DEGREES) q.set(key, state[key].toString());
+    const search = "?" + q.toString();
+    $("share-link").href = search;
+    try { history.replaceState(null, "", search); } catch (e) { /* some file:// hosts refuse; the link still works */ }
+  }
+
+  const defaultFormat = (spec) => (spec.formats.find((f) => f.default) || spec.formats[0]).name;
+
+  // ------------------------------------------------------------ loading spec data
+  function register(data, fns) {
+    loaded[data.name] = { data, fns };
+    (waiting[data.name] || []).forEach((cb) => cb());
+    delete waiting[data.name];
+  }
+
+  function load(name, cb) {
+    if (loaded[name]) { cb(); return; }
+    if (waiting[name]) { waiting[name].push(cb); return; }
+    waiting[name] = [cb];
+    const tag = document.createElement("script");
+    tag.src = `data/${name}.js`;
+    tag.onerror = () => showProblems([`could not load data/${name}.js`]);
+    document.head.appendChild(tag);
+  }
+
+  // ------------------------------------------------------------ figures
+  const variantKey = (options) => Object.keys(options).sort().map((k) => `${k}=${options[k]}`).join("&");
+
+  function extras(spec, fig) {
+    const parts = [];
+    for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
+    if (fig.formatted && state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
+    return parts;
+  }
+
+  // one figure at the current state: {fig, value, query, extrapolated} or {fig, error}
+  function evaluate(entry, fig, at) {     // at: scenario values that replace the page state's
+    const values = { ...state, ...(at || {}) };
+    const spec = entry.data;
+    const key = variantKey(state.options);
+    const table = spec.variants[key];
+    if (!table) return { fig, error: `the option combination ${key} is not exported` };
+    const slot = fig.formatted ? `${fig.id}|${state.format}` : fig.id;
+    const args = { B: 0n, S: 0n, P: 0n, G: 0n, H: 0n };
+    for (const [arg, src] of fig.args) args[arg] = typeof src === "string" ? values[src] : BigInt(src);
+    let context = BigInt(fig.context_offset);
+    for (const a of fig.context) context += args[a];
+    const extrapolated = spec.max_context !== null && fig.context.length > 0 && context > BigInt(spec.max_context);
+    const parts = fig.args.map(([arg, src]) => `${arg}=${typeof src === "string" ? args[arg] : src}`);
+    parts.push(...extras(spec, fig));
+    if (extrapolated) parts.push("extrapolate=true");
+    const query = `${fig.query}(${parts.join(", ")})`;
+    const index = table[slot];
+    if (index === null || index === undefined) {
+      return { fig, query, error: spec.unavailable[`${key}#${slot}`] || "not available for this spec" };
+    }
+    try {
+      return { fig, query, extrapolated, value: entry.fns[index](args.B, args.S, args.P, args.G, args.H) };
+    } catch (e) {
+      return { fig, query, error: e.message };
+    }
+  }
+
+  function memoryOf(device) {
+    let value = parseExact(device.memory);
+    let query = "";
+    if (state.memory && device.name === state.device) {     // memory= overrides the selected device only
+      const override = parseBytes(state.memory);
+      if (_R.cmp(override.value, value) !== 0) query = `, memory=${override.text}`;
+      value = override.value;
+    }
+    return { value, query };
+  }
+
+  // ------------------------------------------------------------ deployment and capacity
+  const deployment = () => {
+    const d = { tp: state.tp, pp: state.pp, ep: state.ep, dp: state.dp };
+    d.trivial = d.tp === 1n && d.pp === 1n && d.ep === 1n && d.dp === 1n;
+    d.sharded = !(d.tp === 1n && d.pp === 1n && d.ep === 1n);     // dp alone replicates: per-device figures unchanged
+    d.key = Object.keys(site.deployment_grid).map((k) => `${k}=${d[k]}`).join("&");
+    d.args = ["tp", "pp", "ep", "dp"].filter((k) => d[k] !== 1n).map((k) => `${k}=${d[k]}`);
+    return d;
+  };
+
+  // a per-device figure at the current deployment grid point (exported for the default options)
+  function evaluateDeployed(entry, id, at) {
+    const spec = entry.data;
+    const fig = site.deployed_figures.find((f) => f.id === id);
+    const dep = deployment();
+    const values = { ...state, ...(at || {}) };
+    const args = fig.args.map(([arg, src]) => [arg, typeof src === "string" ? values[src] : BigInt(src)]);
+    let context = BigInt(fig.context_offset);
+    for (const [arg, v] of args) if (fig.context.includes(arg)) context += v;
+    const extrapolated = spec.max_context !== null && fig.context.length > 0 && context > BigInt(spec.max_context);
+    const parts = args.map(([arg, v]) => `${arg}=${v}`);
+    parts.push(...dep.args.filter((a) => !a.startsWith("dp=")), "per_device=true");
+    if (fig.formatted && state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
+    if (extrapolated) parts.push("extrapolate=true");
+    const query = `${fig.query}(${parts.join(", ")})`;
+    if (spec.options.some((o) => state.options[o.name] !== o.default)) {
+      return { fig, query, error: "per-device figures are exported for the spec's default options" };
+    }
+    const slot = fig.formatted ? `${fig.id}|${state.format}|${dep.key}` : `${fig.id}|${dep.key}`;
+    const index = spec.deployed[slot];
+    if (index === null || index === undefined) {
+      return { fig, query, error: spec.unavailable[`${variantKey(state.options)}#${slot}`] || "not exported for this deployment" };
+    }
+    const v = Object.fromEntries(SCENARIO.map((k) => [k, 0n]));
+    for (const [arg, value] of args) v[arg] = value;
+    try {
+      return { fig, query, extrapolated, value: entry.fns[index](v.B, v.S, v.P, v.G, v.H) };
+    } catch (e) {
+      return { fig, query, error: e.message };
+    }
+  }
+
+  // What one device holds: its weights, one request's state as a function of the context,
+  // and how many of the B requests it serves (B spread over ep·dp request groups).
+  function budget(entry, results) {
+    const dep = deployment();
+    const stateFig = site.figures.find((f) => f.id === "state_request");
+    const groups = dep.ep * dep.dp;
+    const b = {
+      dep, groups, perDevice: (state.B + groups - 1n) / groups,
+      weights: dep.sharded ? evaluateDeployed(entry, "weights_device") : results.weight_bytes,
+      stateAt: (h) => (dep.sharded ? evaluateDeployed(entry, "state_device", { H: h }) : evaluate(entry, stateFig, { H: h })),
+      // pipeline stages each bind separately, and the page has no per-stage figures
+      unavailable: dep.pp > 1n ? "with pp > 1 each pipeline stage binds separately; ask specc eval for this query" : null,
+    };
+    b.one = b.stateAt(state.H);
+    return b;
+  }
+
+  function capacityParts(entry, device, head) {
+    const spec = entry.data;
+    const workspace = parseBytes(state.workspace), memory = memoryOf(device);
+    const parts = [`device=${device.name}`, ...head, `workspace=${workspace.text}`, ...deployment().args];
+    if (state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
+    for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
+    return { parts, workspace, memory };
+  }
+
+  // b_max by the engine's definition: ep·dp · max(0, floor((memory - weights - workspace) / state(H)))
+  // with the weights and one request's state of one device
+  function capacity(entry, device, plan) {
+    const fig = { id: "b_max", label: `Requests that fit (b_max) on ${device.display_name}`, unit: "requests" };
+    let c;
+    try { c = capacityParts(entry, device, [`H=${state.H}`]); } catch (e) { return { fig, error: e.message }; }
+    const { weights, one } = plan;
+    if (one.extrapolated) c.parts.push("extrapolate=true");
+    const query = `b_max(${c.parts.join(", ")}${c.memory.query})`;
+    if (plan.unavailable || weights.error || one.error) return { fig, query, error: plan.unavailable || weights.error || one.error };
+    if (_R.cmp(one.value, 0n) === 0) return { fig, query, error: "this spec keeps no per-request state, so b_max has no bound" };
+    const free = _R.add(c.memory.value, _R.neg(_R.add(weights.value, c.workspace.value)));
+    return { fig, query, extrapolated: one.extrapolated,
+             value: _R.mul(plan.groups, _R.max(0n, _R.floor(_R.q(free, one.value)))) };
+  }
+
+  // h_max by the engine's definition: the longest context at which the device's share of the
+  // B requests fits beside the weights and the workspace (exponential then binary search over
+  // the exact state closed form)
+  const H_LIMIT = 2n ** 48n;
+  function contextCapacity(entry, device, plan) {
+    const fig = { id: "h_max", label: `Longest context for ${separated(state.B)} request${state.B === 1n ? "" : "s"} (h_max)`,
+                  unit: "tokens", doc: "the longest context at which B requests fit beside the weights and the workspace" };
+    let c;
+    try { c = capacityParts(entry, device, [`B=${state.B}`]); } catch (e) { return { fig, error: e.message }; }
+    const spec = entry.data;
+    const query = `h_max(${c.parts.join(", ")}${c.memory.query})`;
+    if (plan.unavailable || plan.weights.error) return { fig, query, error: plan.unavailable || plan.weights.error };
+    const free = _R.add(c.memory.value, _R.neg(_R.add(plan.weights.value, c.workspace.value)));
+    const fits = (h) => {
+      const r = plan.stateAt(h);
+      if (r.error) throw new Error(r.error);
+      return _R.cmp(_R.mul(plan.perDevice, r.value), free) <= 0;
+    };
+    try {
+      if (!fits(0n)) return { fig, query, value: 0n };
+      if (fits(H_LIMIT)) return { fig, query, error: "the state does not bind: any context fits" };
+      let lo = 0n, hi = 1n;
+      while (fits(hi)) { lo = hi; hi *= 2n; }
+      while (hi - lo > 1n) { const mid = (lo + hi) / 2n; if (fits(mid)) lo = mid; else hi = mid; }
+      return { fig, query, value: lo, extrapolated: spec.max_context !== null && lo > BigInt(spec.max_context) };
+    } catch (e) {
+      return { fig, query, error: e.message };
+    }
+  }
+
+  function figureElement(result, compact) {
+    const el = document.createElement(compact ? "span" : "div");
+    el.className = compact ? "figure inline" : "figure";
+    el.dataset.figure = result.fig.id;
+    if (result.query) el.dataset.query = result.query;
+    const add = (tag, cls, text) => {
+      const child = document.createElement(tag);
+      child.className = cls;
+      child.textContent = text;
+      el.appendChild(child);
+      return child;
+    };
+    if (!compact) add("div", "label", result.fig.label).title = result.fig.doc || "";
+    if (result.error) {
+      add(compact ? "span" : "div", "value", "not available");
+      if (!compact) add("div", "note", result.error);
+      el.classList.add("unavailable");
+      el.title = result.error;
+    } else {
+      el.dataset.value = exactText(result.value);
+      const shown = showValue(result.value, result.fig.unit);
+      add(compact ? "span" : "div", "value", shown.main);
+      if (shown.note && !compact) add("div", "note", shown.note);
+      if (result.extrapolated) {
+        el.dataset.extrapolated = "true";
+        add(compact ? "span" : "div", "note", " extrapolated beyond the spec's maximum context");
+      }
+    }
+    if (!compact && result.query) add("code", "query", result.query);
+    return el;
+  }
+
+  // ------------------------------------------------------------ the memory bars
+  function bars(entry, plan) {
+    const box = $("bars");
+    box.textContent = "";
+    if (plan.weights.error) return;
+    const batch = plan.one.error ? plan.one : { value: _R.mul(plan.perDevice, plan.one.value) };
+    let workspace;
+    try { workspace = parseBytes(state.workspace).value; } catch (e) { return; }
+    const rows = site.devices.map((device) => {
+      let memory;
+      try { memory = memoryOf(device).value; } catch (e) { memory = parseExact(device.memory); }
+      return { device, memory };
+    });
+    const scale = Math.max(...rows.map((r) => toNumber(r.memory)));
+    const legend = document.createElement("p");
+    legend.className = "legend";
+    legend.innerHTML = '<span class="swatch weights"></span>weights <span class="swatch state"></span>state of ' +
+      `${separated(plan.perDevice)} request${plan.perDevice === 1n ? "" : "s"} at ${separated(state.H)} tokens ` +
+      '<span class="swatch workspace"></span>workspace <span class="swatch free"></span>free';
+    box.appendChild(legend);
+    for (const { device, memory } of rows) {
+      const stateBytes = batch.error ? 0n : batch.value;
+      const used = _R.add(_R.add(plan.weights.value, stateBytes), workspace);
+      const free = _R.add(memory, _R.neg(used));
+      const row = document.createElement("div");
+      row.className = "bar-row" + (device.name === state.device ? " selected" : "");
+      const name = document.createElement("div");
+      name.className = "bar-name";
+      name.textContent = `${device.display_name} (${device.memory_text || showValue(memory, "bytes").main})`;
+      row.appendChild(name);
+      const bar = document.createElement("div");
+      bar.className = "bar";
+      bar.setAttribute("role", "img");
+      const over = _R.cmp(free, 0n) < 0;
+      const parts = [["weights", plan.weights.value], ["state", stateBytes], ["workspace", workspace],
+                     ["free", over ? 0n : free]];
+      const total = Math.max(scale, toNumber(used));
+      for (const [cls, v] of parts) {
+        const seg = document.createElement("span");
+        seg.className = "seg " + cls;
+        seg.style.width = `${Math.max(0, (100 * toNumber(v)) / total)}%`;
+        seg.title = `${cls}: ${showValue(v, "bytes").main}`;
+        bar.appendChild(seg);
+      }
+      const words = parts.map(([cls, v]) => `${cls} ${approx(v, "bytes") || showValue(v, "bytes").main}`).join(", ");
+      bar.setAttribute("aria-label", `${device.display_name}: ${words}${over ? "; does not fit" : ""}`);
+      row.appendChild(bar);
+      const info = document.createElement("div");
+      info.className = "bar-info";
+      info.appendChild(document.createTextNode(over ? `does not fit: short by ${showValue(_R.neg(free), "bytes").main}; ` : ""));
+      info.appendChild(document.createTextNode("b_max "));
+      const cap = capacity(entry, device, plan);
+      info.appendChild(figureElement(cap, true));
+      row.appendChild(info);
+      if (over) row.classList.add("over");
+      box.appendChild(row);
+    }
+  }
+
+  // ------------------------------------------------------------ charts (SVG, log context axis)
+  const SVGNS = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, text) {
+    const el = document.createElementNS(SVGNS, tag);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+    if (text !== undefined) el.textContent = text;
+    return el;
+  }
+  const shortCount = (x) => (x >= 2 ** 20 ? `${x / 2 ** 20}M` : x >= 1024 ? `${x / 1024}K` : `${x}`);
+
+  function chart(entry, fig, title) {
+    const spec = entry.data;
+    const top = spec.max_context ? Math.max(spec.max_context, Number(state.H)) : Math.max(2 ** 20, Number(state.H));
+    const kmax = Math.ceil(Math.log2(Math.max(2, top)));
+    const points = [];
+    for (let i = 0; i <= kmax * 4; i++) {
+      const h = BigInt(Math.round(2 ** (i / 4)));
+      if (points.length && points[points.length - 1][0] === h) continue;
+      const r = evaluate(entry, fig, { H: h });
+      if (!r.error) points.push([h, toNumber(r.value)]);
+    }
+    const here = evaluate(entry, fig);
+    const figure = document.createElement("figure");
+    figure.className = "chart";
+    const caption = document.createElement("figcaption");
+    caption.textContent = title;
+    figure.appendChild(caption);
+    if (!points.length) {
+      figure.appendChild(document.createTextNode("not available for this spec"));
+      return figure;
+    }
+    const W = 360, Hh = 220, L = 64, R = 12, T = 12, Bm = 36;
+    const ymax = Math.max(...points.map((p) => p[1]), here.error ? 0 : toNumber(here.value)) || 1;
+    const x = (h) => L + ((W - L - R) * Math.log2(Math.max(1, Number(h)))) / kmax;
+    const y = (v) => T + (Hh - T - Bm) * (1 - v / ymax);
+    const root = svg("svg", { viewBox: `0 0 ${W} ${Hh}`, role: "img",
+                              "aria-label": `${title}, context from 1 to ${separated(2 ** kmax)} tokens on a log scale` });
+    root.appendChild(svg("line", { x1: L, y1: y(0), x2: W - R, y2: y(0), class: "axis" }));
+    root.appendChild(svg("line", { x1: L, y1: T, x2: L, y2: y(0), class: "axis" }));
+    const step = Math.max(1, Math.ceil(kmax / 6));
+    for (let k = 0; k <= kmax; k += step) {
+      root.appendChild(svg("line", { x1: x(2 ** k), y1: y(0), x2: x(2 ** k), y2: y(0) + 4, class: "axis" }));
+      root.appendChild(svg("text", { x: x(2 ** k), y: y(0) + 16, "text-anchor": "middle" }, shortCount(2 ** k)));
+    }
+    root.appendChild(svg("text", { x: (L + W - R) / 2, y: Hh - 4, "text-anchor": "middle" }, "context length (tokens, log scale)"));
+    for (let i = 0; i <= 4; i++) {
+      const v = (ymax * i) / 4;
+      root.appendChild(svg("line", { x1: L - 4, y1: y(v), x2: W - R, y2: y(v), class: "grid" }));
+      const label = fig.unit === "bytes" ? (approx(BigInt(Math.round(v)), "bytes") || `${Math.round(v)} B`)
+        : (approx(BigInt(Math.round(v)), fig.unit) || round3(v));
+      root.appendChild(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" }, label));
+    }
+    const d = points.map((p, i) => `${i ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
+    root.appendChild(svg("path", { d, class: "curve" }));
+    if (!here.error && state.H >= 1n) {
+      const cx = x(state.H), cy = y(toNumber(here.value));
+      root.appendChild(svg("circle", { cx, cy, r: 4.5, class: "current" }));
+      root.appendChild(svg("text", { x: Math.min(cx + 7, W - R - 60), y: Math.max(cy - 7, T + 10), class: "current-label" },
+                           `H = ${separated(state.H)}`));
+    }
+    figure.appendChild(root);
+    if (!here.error) figure.appendChild(figureElement({ ...here, fig: { ...fig, label: `${fig.label} at H` } }, true));
+    return figure;
+  }
+
+  // ------------------------------------------------------------ claims
+  function claims(entry) {
+    const spec = entry.data;
+    const body = $("claims").tBodies[0];
+    body.textContent = "";
+    const counts = Object.entries(spec.summary).filter(([, n]) => n).map(([v, n]) => `${separated(n)} ${v}`);
+    $("claims-summary").textContent = spec.claims.length
+      ? `${separated(spec.claims.length)} claims from the source documents, checked by specc verify: ${counts.join(", ")}.`
+      : "This spec has no claims.";
+    for (const c of spec.claims) {
+      const tr = document.createElement("tr");
+      for (const [text, cls] of [[c.id, "id"], [c.source, "source"], [c.eval, "query"], [c.expected, ""],
+                                 [c.computed ? showComputed(c.computed) : "", "num"], [c.verdict, "verdict " + c.verdict]]) {
+        const td = document.createElement("td");
+        td.textContent = text;
+        if (cls) td.className = cls;
+        tr.appendChild(td);
+      }
+      if (c.note) tr.title = c.note;
+      body.appendChild(tr);
+    }
+  }
+  const showComputed = (text) => (/^-?[0-9]+$/.test(text) ? separated(BigInt(text)) : text);
+
+  // ------------------------------------------------------------ controls
+  function fillSelect(select, items, value) {
+    select.textContent = "";
+    for (const [v, label] of items) {
+      const opt = document.createElement("option");
+      opt.value = v;
+      opt.textContent = label;
+      select.appendChild(opt);
+    }
+    select.value = value;
+  }
+
+  function specControls(entry, fromURL) {
+    const spec = entry.data;
+    const box = $("options");
+    box.textContent = "";
+    state.options = {};
+    for (const o of spec.options) {
+      const wanted = fromURL && state.urlOptions[o.name];
+      if (wanted && !o.choices.includes(wanted)) problems.push(`option ${o.name} has no choice '${wanted}'`);
+      state.options[o.name] = wanted && o.choices.includes(wanted) ? wanted : o.default;
+      const label = document.createElement("label");
+      label.htmlFor = "opt-" + o.name;
+      label.textContent = `Option ${o.name}` + (o.doc ? ` — ${o.doc}` : "");
+      const select = document.createElement("select");
+      select.id = "opt-" + o.name;
+      fillSelect(select, o.choices.map((c) => [c, c + (c === o.default ? " (default)" : "")]), state.options[o.name]);
+      select.addEventListener("change", () => { state.options[o.name] = select.value; update(); });
+      box.appendChild(label);
+      box.appendChild(select);
+    }
+    const formats = spec.formats.map((f) => f.name);
+    if (!(fromURL && formats.includes(state.format))) {
+      if (fromURL && state.format) problems.push(`no format '${state.format}' in ${spec.name}`);
+      state.format = defaultFormat(spec);
+    }
+    fillSelect($("format"), spec.formats.map((f) => [f.name, f.name + (f.doc ? ` — ${f.doc}` : "")]), state.format);
+    const top = spec.max_context || 2 ** 20;
+    $("H-slider").max = String(Math.ceil(Math.log2(top)));
+  }
+
+  function syncInputs() {
+    for (const key of SCENARIO) $(key).value = state[key].toString();
+    $("memory").value = state.memory;
+    $("workspace").value = state.workspace;
+    $("spec").value = state.spec;
+    $("device").value = state.device;
+    if (site.deployment) for (const key of DEGREES) $(key).value = state[key].toString();
+    const k = state.H >= 1n ? Math.round(Math.log2(Number(state.H))) : 0;
+    $("H-slider").value = String(k);
+    $("H-slider-value").textContent = `${separated(state.H)} tokens`;
+  }
+
+  function showProblems(list) {
+    const box = $("errors");
+    box.hidden = !list.length;
+    box.textContent = list.join("; ");
+  }
+
+  function bindControls() {
+    fillSelect($("spec"), site.specs.map((s) => [s.name, `${s.model} (${s.name})`]), state.spec);
+    fillSelect($("device"), site.devices.map((d) => [d.name, d.display_name]), state.device);
+    $("spec").addEventListener("change", () => {
+      state.spec = $("spec").value;
+      load(state.spec, () => { specControls(loaded[state.spec], false); update(); });
+    });
+    $("device").addEventListener("change", () => { state.device = $("device").value; update(); });
+    $("format").addEventListener("change", () => { state.format = $("format").value; update(); });
+    for (const key of SCENARIO) {
+      $(key).addEventListener("input", () => {
+        const raw = $(key).value.trim();
+        const ok = /^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key];
+        $(key).setAttribute("aria-invalid", ok ? "false" : "true");
+        if (ok) { state[key] = BigInt(raw); update(key); }
+      });
+    }
+    $("H-slider").addEventListener("input", () => { state.H = 2n ** BigInt($("H-slider").value); update(); });
+    if (site.deployment) {
+      const box = $("deployment");
+      const words = { tp: "Tensor-parallel degree (tp)", pp: "Pipeline stages (pp)", ep: "Expert-parallel degree (ep)",
+                      dp: "Data-parallel replicas (dp)" };
+      for (const key of DEGREES) {
+        const label = document.createElement("label");
+        label.htmlFor = key;
+        label.textContent = words[key];
+        let input;
+        if (site.deployment_grid[key]) {
+          input = document.createElement("select");
+          fillSelect(input, site.deployment_grid[key].map((v) => [String(v), String(v)]), state[key].toString());
+        } else {
+          input = document.createElement("input");
+          Object.assign(input, { type: "number", min: "1", step: "1", value: state[key].toString() });
+        }
+        input.id = key;
+        input.addEventListener(input.tagName === "SELECT" ? "change" : "input", () => {
+          const raw = input.value.trim();
+          if (/^[0-9]+$/.test(raw) && BigInt(raw) >= 1n) { state[key] = BigInt(raw); update(); }
+        });
+        box.appendChild(label);
+        box.appendChild(input);
+      }
+    }
+    for (const key of ["memory", "workspace"]) {
+      $(key).addEventListener("change", () => {
+        const raw = $(key).value.trim();
+        try {
+          if (raw || key === "workspace") parseBytes(raw || "0 B");
+          $(key).setAttribute("aria-invalid", "false");
+          state[key] = raw ? parseBytes(raw).text : (key === "workspace" ? "0 B" : "");
+          update();
+        } catch (e) {
+          $(key).setAttribute("aria-invalid", "true");
+          showProblems([e.message]);
+        }
+      });
+    }
+  }
+
+  // ------------------------------------------------------------ render
+  function update(typing) {
+    const entry = loaded[state.spec];
+    if (!entry) return;
+    const list = problems.splice(0);
+    for (const key of ["memory", "workspace"]) {
+      if (state[key]) {
+        try { state[key] = parseBytes(state[key]).text; } catch (e) { list.push(e.message); state[key] = key === "workspace" ? "0 B" : ""; }
+      }
+    }
+    showProblems(list);
+    if (!typing) syncInputs();
+    else $("H-slider-value").textContent = `${separated(state.H)} tokens`;
+    const spec = entry.data;
+    $("model-title").textContent = `${spec.model} — ${spec.name}` + (spec.max_context ? `, up to ${separated(spec.max_context)} tokens of context` : "");
+    const results = {};
+    const box = $("figures");
+    box.textContent = "";
+    for (const fig of site.figures) {
+      results[fig.id] = evaluate(entry, fig);
+      box.appendChild(figureElement(results[fig.id], false));
+    }
+    const device = site.devices.find((d) => d.name === state.device);
+    const plan = budget(entry, results);
+    const cap = capacity(entry, device, plan);
+    cap.fig.doc = "requests of context H that fit beside the weights and the workspace";
+    const capacityCards = [figureElement(cap, false)];
+    if (site.queries.includes("h_max")) capacityCards.push(figureElement(contextCapacity(entry, device, plan), false));
+    if (plan.dep.sharded) capacityCards.unshift(figureElement(plan.weights, false), figureElement(plan.one, false));
+    const anchor = box.children[3] || null;
+    for (const card of capacityCards) box.insertBefore(card, anchor);
+    bars(entry, plan);
+    const charts = $("charts");
+    charts.textContent = "";
+    const byId = Object.fromEntries(site.figures.map((f) => [f.id, f]));
+    charts.appendChild(chart(entry, byId.state_request, "State per request against context length"));
+    charts.appendChild(chart(entry, byId.decode_read_bytes, "Bytes one decode step reads against context length"));
+    claims(entry);
+    $("report-link").hidden = !site.docs;
+    $("report-link").href = `docs/${spec.name}/report.html`;
+    writeURL();
+  }
+
+  function start() {
+    readURL();
+    if (site.docs) $("docs-link").hidden = false;
+    bindControls();
+    load(state.spec, () => { specControls(loaded[state.spec], true); update(); document.body.dataset.ready = "true"; });
+  }
+
+  return { register, start, state, parseBytes, evaluate };
+})();
+
+document.addEventListener("DOMContentLoaded", SPECC.start);

@@ -1,0 +1,42 @@
+"""`specc site`: the static explorer (render/site.py) plus the generated docs."""
+
+from __future__ import annotations
+
+import glob
+import sys
+from pathlib import Path
+
+import click
+
+from .cli import main
+
+
+@main.command()
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), required=True,
+              help="Folder to write explorer.html, its assets and data into.")
+@click.option("--specs", "spec_glob", default="specs/*.yaml", show_default=True,
+              help="Which specs the explorer offers (devices come from the hardware/ folder next to them).")
+@click.option("--docs", "docs_dir", default="docs", show_default=True, type=click.Path(file_okay=False),
+              help="Generated docs (specc docs) to copy under DIR/docs; skipped when the folder is absent.")
+@click.option("--jobs", default=2, show_default=True, help="Worker processes for the export.")
+def site(out_dir, spec_glob, docs_dir, jobs):
+    """Write a static site: the interactive explorer and the claims reports/docs.
+
+    Every figure of the explorer is computed in the browser from the spec's
+    closed forms printed to JavaScript (exact BigInt/rational arithmetic), and
+    carries the specc query that reproduces it. Nothing is fetched at view
+    time: open DIR/explorer.html from disk or serve the folder.
+
+    \b
+    specc site -o site/
+    specc site -o /tmp/site --specs 'specs/qwen3_*.yaml'
+    """
+    from .render.site import write_site
+
+    paths = sorted(glob.glob(spec_glob))
+    if not paths:
+        click.echo(f"error: no spec matches '{spec_glob}'", err=True)
+        sys.exit(2)
+    docs = Path(docs_dir) if docs_dir and Path(docs_dir).is_dir() else None
+    written = write_site(Path(out_dir), paths, docs, jobs=jobs)
+    click.echo(f"wrote {len(written)} files to {out_dir}: open {Path(out_dir) / 'explorer.html'}")

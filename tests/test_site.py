@@ -1,0 +1,272 @@
+"""The static explorer (specc site): the export in Python, and the page in a real
+headless Chromium driven by Selenium, whose every figure must equal
+`specc eval --json` of the query the figure names."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from click.testing import CliRunner
+
+from specc.cli import main
+from specc.render import site as S
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(str(p) for p in (REPO / "specs").glob("*.yaml"))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+try:
+    import selenium  # noqa: F401
+    HAVE_SELENIUM = True
+except ImportError:                        # the test extra installs it; without it the browser tests skip
+    HAVE_SELENIUM = False
+needs_browser = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER and HAVE_SELENIUM),
+                                   reason="headless Chromium, chromedriver and selenium are needed")
+
+
+# ------------------------------------------------------------------ the export, without a browser
+def test_query_text_binds_page_state_and_symbols():
+    fig = next(f for f in S.FIGURES if f.id == "decode_flops")
+    assert S.query_text(fig, {"B": 2, "H": 100}, {"head": "all"}) == "flops(B=2, S=100, P=1, head=all)"
+    assert S.query_text(fig, None, {}) == "flops(B=B, S=S, P=1)"
+
+
+def test_variants_cover_every_option_combination_defaults_first(qwen_engine):
+    variants = S._variants(qwen_engine.spec)
+    assert variants[0] == {"head": "last"}
+    assert sorted(v["head"] for v in variants) == ["all", "last", "none"]
+
+
+def test_exported_functions_agree_with_the_engine(tmp_path):
+    """The printed JavaScript is checked in the browser; here the export's
+    bookkeeping: every variant names a function for every available figure,
+    unavailable ones say why."""
+    data = S.export_spec(str(REPO / "specs" / "deepseek_v41.yaml"))
+    assert set(data["variants"]) == {"mode=ced", "mode=reference"}
+    for key, table in data["variants"].items():
+        for slot, index in table.items():
+            assert index is None or 0 <= index < len(data["functions"])
+            if index is None:
+                assert data["unavailable"][f"{key}#{slot}"]
+    assert data["variants"]["mode=ced"]["prefill_flops"] is not None
+    assert all(src.startswith("function") for src in data["functions"])
+    # the claims table is specc verify's JSON
+    assert data["claims"] and {"id", "source", "verdict", "eval"} <= set(data["claims"][0])
+
+
+def test_byte_units_are_the_dsl_table():
+    units = S._byte_units()
+    assert units["GiB"] == str(2 ** 30) and units["GB"] == str(10 ** 9) and units["B"] == "1"
+
+
+# ------------------------------------------------------------------ the page in Chromium
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    result = CliRunner().invoke(main, ["site", "-o", str(out), "--specs", str(REPO / "specs" / "*.yaml"),
+                                       "--docs", str(REPO / "docs")])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1366,900", "--hide-scrollbars"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    yield driver
+    driver.quit()
+
+
+def _open(browser, site_dir: Path, params: dict | str):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    query = params if isinstance(params, str) else urlencode(params)
+    browser.get((site_dir / "explorer.html").as_uri() + ("?" + query if query else ""))
+    WebDriverWait(browser, 20).until(lambda d: d.execute_script("return document.body.dataset.ready === 'true'"))
+
+
+def _figures(browser) -> list[dict]:
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll('[data-query]')).map(e => ({"
+        "figure: e.dataset.figure, query: e.dataset.query, value: e.dataset.value === undefined ? null : e.dataset.value,"
+        "extrapolated: e.dataset.extrapolated === 'true'}))")
+
+
+def _severe(browser) -> list:
+    return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def _specc_eval(spec_path: str, queries: list[str]) -> list[dict]:
+    result = CliRunner().invoke(main, ["eval", spec_path, "--json", *queries])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def _check_page(browser, spec_path: str, seen: set | None = None) -> int:
+    """Every figure with a value equals specc eval --json of its query; returns how many."""
+    shown = [f for f in _figures(browser) if f["value"] is not None]
+    if seen is not None:
+        seen.update(f["figure"] for f in shown)
+    assert shown, "the page shows no figure"
+    unique = {f["query"]: f for f in shown}
+    answers = _specc_eval(spec_path, list(unique))
+    for answer in answers:
+        fig = unique[answer["query"]]
+        assert fig["value"] == str(answer["value"]), (spec_path, answer["query"], fig["value"], answer["value"])
+        assert fig["extrapolated"] == answer["extrapolated"], answer["query"]
+    return len(shown)
+
+
+def _engine_takes_memory() -> bool:
+    """Whether b_max accepts a memory= override (the deployment queries add it)."""
+    from specc.compiler.queries import QueryEngine
+    from specc.compiler.spec import load_spec
+    from specc.dsl.errors import SpecError
+
+    try:
+        QueryEngine.shared(load_spec(REPO / "specs" / "qwen3_8b.yaml")).evaluate_text(
+            "b_max(device=rtx_4090, H=1, memory=24 GB)")
+        return True
+    except SpecError:
+        return False
+
+
+def _random_setting(rng: random.Random, spec_path: str, memory_override: bool = False) -> dict:
+    from specc.compiler.spec import load_spec
+
+    spec = load_spec(spec_path)
+    params = {"spec": Path(spec_path).stem}
+    for name, option in spec.options.items():
+        if rng.random() < 0.5:
+            params[name] = rng.choice(list(option.choices))
+    if len(spec.formats) > 1 and rng.random() < 0.6:
+        params["format"] = rng.choice(list(spec.formats))
+    params["device"] = rng.choice(sorted(p.stem for p in (REPO / "specs" / "hardware").glob("*.yaml")))
+    params["B"] = rng.choice([1, 1, 2, 3, 4, 8, 16, 33, 64])
+    top = 131072
+    from specc.compiler.queries import QueryEngine
+
+    max_context = QueryEngine.shared(spec).model({}).max_context
+    if max_context is not None:
+        top = int(max_context)
+    params["H"] = rng.choice([0, 1, 2, 127, 128, 129, 511, 4096, 8191, 8192, rng.randint(1, top), top,
+                              top + rng.randint(1, 5000)])
+    params["S"] = rng.choice([0, 0, 1, 1000, rng.randint(0, 65536)])
+    params["P"] = rng.choice([1, 2, 128, 4096, 8192, rng.randint(1, 32768)])
+    params["G"] = rng.choice([1, 2, 100, rng.randint(1, 2048)])
+    params["workspace"] = rng.choice(["0 B", "2 GiB", "1.5 GB", "512 MiB", "3 GB"])
+    if memory_override and rng.random() < 0.3:
+        params["memory"] = rng.choice(["24GB", "80 GB", "16 GiB", "141 GB", "192GiB"])
+    if memory_override and rng.random() < 0.5:          # the engine has deployment queries too
+        for key, values in S.DEPLOYMENT_GRID.items():
+            params[key] = rng.choice(values)
+        params["dp"] = rng.choice([1, 1, 2, 3])
+    return params
+
+
+@needs_browser
+def test_must_show_qwen3_8b_b_max_on_the_chapter_card(browser, built_site):
+    _open(browser, built_site, "spec=qwen3_8b&device=rtx_4090&memory=24GB&H=8192&B=1&workspace=2GiB")
+    el = browser.find_element("css selector", "#figures [data-figure=b_max]")
+    assert el.get_attribute("data-value") == "4"
+    assert el.get_attribute("data-query").startswith("b_max(device=rtx_4090, H=8192, workspace=2 GiB")
+    _check_page(browser, str(REPO / "specs" / "qwen3_8b.yaml"))
+    assert not _severe(browser)
+
+
+@needs_browser
+def test_must_show_v41_prefill_flops(browser, built_site):
+    _open(browser, built_site, "spec=deepseek_v41&P=8192&B=1")
+    el = browser.find_element("css selector", "#figures [data-figure=prefill_flops]")
+    assert el.get_attribute("data-value") == "143946626891776"
+    assert "143,946,626,891,776 FLOPs" in el.text
+    assert not _severe(browser)
+
+
+@needs_browser
+def test_fifty_random_settings_agree_with_specc_eval(browser, built_site):
+    rng = random.Random(20261201)
+    memory_override = _engine_takes_memory()
+    checked = 0
+    specs_seen, figures_seen = set(), set()
+    for i in range(52):
+        spec_path = SHIPPED[i % len(SHIPPED)] if i < len(SHIPPED) else rng.choice(SHIPPED)
+        params = _random_setting(rng, spec_path, memory_override)
+        _open(browser, built_site, params)
+        assert browser.find_element("id", "errors").get_attribute("hidden"), (params, browser.find_element("id", "errors").text)
+        checked += _check_page(browser, spec_path, figures_seen)
+        specs_seen.add(spec_path)
+        assert not _severe(browser), (params, _severe(browser))
+    assert specs_seen == set(SHIPPED)
+    assert {f.id for f in S.FIGURES} | {"b_max"} <= figures_seen
+    if memory_override:
+        assert {f.id for f in S.DEPLOYED} | {"h_max"} <= figures_seen
+    assert checked >= 52 * 10
+
+
+@needs_browser
+def test_url_restores_the_state_and_follows_the_controls(browser, built_site):
+    from selenium.webdriver.common.keys import Keys
+
+    _open(browser, built_site, "spec=llama2_7b&format=int8&attention=eager&device=a100_80gb&H=4096&B=2&workspace=1GiB")
+    before = {f["query"]: f["value"] for f in _figures(browser)}
+    assert any("format=int8" in q for q in before) and any("attention=eager" in q for q in before)
+    field = browser.find_element("id", "B")
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys("7")                      # typing updates the figures and the URL
+    assert "B=7" in browser.current_url
+    url = browser.current_url
+    _open(browser, built_site, url.split("?", 1)[1])
+    after = _figures(browser)
+    assert any(f["query"] == "state_bytes(H=4096, B=7, attention=eager, format=int8)" for f in after)
+    _check_page(browser, str(REPO / "specs" / "llama2_7b.yaml"))
+    assert not _severe(browser)
+
+
+@needs_browser
+def test_bad_url_values_are_reported_not_thrown(browser, built_site):
+    _open(browser, built_site, "spec=qwen3_8b&H=-5&workspace=2 parsecs&head=sideways")
+    errors = browser.find_element("id", "errors")
+    assert not errors.get_attribute("hidden")
+    assert "H=-5" in errors.text and "parsecs" in errors.text and "sideways" in errors.text
+    assert not _severe(browser)
+
+
+@needs_browser
+@pytest.mark.parametrize("width,height,name", [(1366, 900, "laptop"), (390, 844, "phone")])
+def test_screenshots_and_no_horizontal_scroll(browser, built_site, tmp_path, width, height, name):
+    """Headless Chromium will not make a window narrower than 500 px, so the phone
+    width is device emulation. SPECC_SCREENSHOTS=DIR keeps the pictures."""
+    def metrics(h):
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": width, "height": h, "deviceScaleFactor": 1, "mobile": name == "phone"})
+    metrics(height)
+    try:
+        _open(browser, built_site, "spec=qwen3_8b&device=rtx_4090&H=8192&B=4&workspace=2GiB")
+        assert browser.execute_script("return window.innerWidth") == width
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+        folder = Path(os.environ.get("SPECC_SCREENSHOTS", tmp_path))
+        folder.mkdir(parents=True, exist_ok=True)
+        shots = [folder / f"specc-explorer-{name}.png", folder / f"specc-explorer-{name}-full.png"]
+        assert browser.save_screenshot(str(shots[0]))
+        metrics(min(browser.execute_script("return document.documentElement.scrollHeight"), 4000))
+        assert browser.save_screenshot(str(shots[1]))
+        for shot in shots:
+            assert shot.stat().st_size > 20_000          # a rendered page, not a blank one
+        assert not _severe(browser)
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
