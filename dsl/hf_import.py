@@ -320,11 +320,13 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
         w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in groups)))
     w("")
     w("stores:")
-    for store_name, tags, doc, expr in stores:
+    for store_name, tags, doc, expr, *shard in stores:
         w(f"  {store_name}:")
         w(f"    tags: [{', '.join(tags)}]")
         w(f"    doc: {doc}")
         w(f"    bytes: {{default: {expr.replace('ELT', elt)}}}")
+        if shard:   # how the store splits over tensor-parallel devices (README: Deployment sizing)
+            w(f"    shard: {shard[0]}")
     w("")
     w("stack:")
     w("  - name: embed")
@@ -615,7 +617,7 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
     if has_attn:
         state.append(("state", f"{{store: kv, entries: {entries}{when}}}"))
         stores.append(("kv", ["kv"], "K and V of an attention layer, n_kv heads of d_h, per cached token",
-                       "2*n_kv*d_h*ELT"))
+                       "2*n_kv*d_h*ELT", "n_kv"))
     if has_mamba:
         mwhen = f", when: not ({attn_set})" if attn_set else ""
         state.append(("state", f"{{store: conv_state, entries: 1{mwhen}}}"))
@@ -682,9 +684,9 @@ def _mla(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int)
             moe.append(("router_bias", 1, "e_score_correction_bias"))
         lines += _with(attn + moe + tail)
     stores = [("mla_latent", ["kv"], "compressed path — the latent and the rotary key per cached token",
-               "(kv_rank + qk_rope)*ELT"),
+               "(kv_rank + qk_rope)*ELT", "replicated"),
               ("mla_kv", ["kv"], "expanded path — per-head K (qk_nope+qk_rope) and V per cached token",
-               "heads*(qk_nope + qk_rope + v_head)*ELT")]
+               "heads*(qk_nope + qk_rope + v_head)*ELT", "heads")]
     options = ["  mla:",
                "    doc: MLA execution path (same parameters); Hugging Face runs the expanded one",
                "    default: expanded",
