@@ -16,7 +16,7 @@ import sympy as sp
 from ..dsl import ast
 from ..dsl.ast import unparse
 from ..dsl.parser import parse_layer_set
-from .build import _Builder
+from .build import _Builder, dead_ops
 from .expressions import Evaluator
 from .spec import BlockDef, Segment, Spec, StoreDef, _load_library
 
@@ -45,6 +45,7 @@ class BlockRef:
     flops_total: sp.Expr = sp.Integer(0)
     error: str = ""                 # why costs could not be derived symbolically
     assumed: list = field(default_factory=list)   # flags fixed to show one variant
+    dead_ends: list = field(default_factory=list)  # (op text, location) of ops nothing consumes
 
 
 def _library_spec(path: Path) -> Spec:
@@ -101,6 +102,7 @@ def _reference(spec: Spec, block: BlockDef) -> BlockRef:
     except Exception as exc:  # noqa: BLE001 - a reference page reports, it does not stop
         ref.error = str(getattr(exc, "message", exc)).splitlines()[0]
         return ref
+    ref.dead_ends = [(op.stmt.text.strip(), op.stmt.loc) for op in dead_ops(builder.ops, builder.returned)]
     for op in builder.ops:
         if op.kind in ("view", "route", "combine", "select", "split", "concat") and not op.weights:
             continue

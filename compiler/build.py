@@ -85,15 +85,21 @@ class Model:
         """Ops whose tensors nothing consumes and no block returns: a dead end in the
         graph, which in a faithful spec means a miswired block (a `param` op only
         declares parameters, so it is exempt)."""
-        consumed = {t.producer for op in self.ops for _, t in op.inputs if t is not None}
-        return [op for op in self.ops if op.outputs and op.kind != "param"
-                and op.id not in consumed and op.id not in self.returned]
+        return dead_ops(self.ops, self.returned)
 
     @property
     def graph(self):
         if self.graph_ is None:
             self.graph_ = graph_of(self.ops)
         return self.graph_
+
+
+def dead_ops(ops, returned) -> list:
+    """The ops of `ops` whose tensors no op of `ops` consumes and whose ids are not in
+    `returned` (a `param` op only declares parameters, so it is exempt)."""
+    consumed = {t.producer for op in ops for _, t in op.inputs if t is not None}
+    return [op for op in ops if op.outputs and op.kind != "param"
+            and op.id not in consumed and op.id not in returned]
 
 
 def graph_of(ops):

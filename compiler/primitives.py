@@ -176,8 +176,15 @@ def work(ctx: OpContext) -> OpCost:
 
 
 def route(ctx: OpContext) -> OpCost:
-    """r = route(x; top_k=k): dispatch each row to k experts: [k*rows, w]."""
-    _, x = ctx.tensor(ctx.stmt.args[0])
+    """r = route(x, scores; top_k=k): dispatch each row to the k experts its router
+    scores pick: [k*rows, w]. The scores (one row per row of x) are an input so the
+    router is part of the dataflow; they cost nothing here."""
+    x_name, x = ctx.tensor(ctx.stmt.args[0])
+    for node in ctx.stmt.args[1:]:
+        s_name, s = ctx.tensor(node)
+        if not _same(s.rows, x.rows):
+            raise SpecError(f"route: scores '{s_name}' have {s.rows} rows, '{x_name}' has {x.rows}", node.loc,
+                            expected="one row of router scores per routed row")
     k = ctx.arg("top_k", required=True)
     return OpCost("route", [Tensor(k * x.rows, x.width)], formula="0")
 

@@ -146,15 +146,20 @@ eval_.help += "\n\n\b\nQueries, by family (README 'Queries' has their arguments)
 
 @main.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
-@click.option("--strict", is_flag=True, help="A tensor nothing consumes is an error (exit 2), not a warning.")
-def check(specs, strict):
+@click.option("--allow-dead-ends", is_flag=True,
+              help="Report a tensor nothing consumes as a warning (exit 0) instead of an error: "
+                   "for a spec still being written.")
+@click.option("--strict", is_flag=True, hidden=True, help="The default now; kept so older scripts still run.")
+def check(specs, allow_dead_ends, strict):
     """Parse, compile and shape-check each SPEC without evaluating claims.
 
     An op whose tensors nothing consumes (other than a block's outputs) is a dead
-    end in the graph: reported with its location (an error with --strict).
+    end in the graph, which in a finished spec means a miswired block: an error
+    with its location (exit 2), a warning with --allow-dead-ends.
 
     \b
     specc check specs/*.yaml
+    specc check --allow-dead-ends my_draft.yaml
     """
     from .compiler.build import compile_spec
     from .verify.claims import load_claims
@@ -170,14 +175,14 @@ def check(specs, strict):
                 continue
             seen.add(op.stmt.loc)
             dead_total += 1
-            click.echo(SpecError(f"{'error' if strict else 'warning'}: '{op.stmt.targets[0]}' is computed but "
-                                 "nothing consumes it", op.stmt.loc, span=len(op.stmt.targets[0]),
+            click.echo(SpecError(f"{'warning' if allow_dead_ends else 'error'}: '{op.stmt.targets[0]}' is computed "
+                                 "but nothing consumes it", op.stmt.loc, span=len(op.stmt.targets[0]),
                                  expected="wire it into the op that uses it, or make it a block output").render(),
                        err=True)
-        click.echo(f"{path}: ok — {len(model.ops)} op nodes, {len(model.graph.edges)} tensor edges, "
-                   f"{len(spec.stores)} state stores, {len(claims)} claims"
+        click.echo(f"{path}: {'ok' if allow_dead_ends or not seen else 'error'} — {len(model.ops)} op nodes, "
+                   f"{len(model.graph.edges)} tensor edges, {len(spec.stores)} state stores, {len(claims)} claims"
                    + (f", {len(seen)} dead-end op(s)" if seen else ""))
-    if strict and dead_total:
+    if dead_total and not allow_dead_ends:
         sys.exit(2)
 
 

@@ -42,3 +42,24 @@ def test_committed_reference_is_current(repo, cli, monkeypatch):
     assert result.exit_code == 0
     committed = (repo / "specs/lib/README.md").read_text(encoding="utf-8")
     assert result.output == committed, "specs/lib/README.md is stale: run `specc blocks -o specs/lib/README.md`"
+
+
+def test_no_library_block_has_a_dead_end(repo):
+    """Every op of every library block feeds another op or the block's outputs
+    (routers feed route(), indexer scores feed the sparse attention, ...)."""
+    checked = 0
+    for lib in sorted(glob.glob(str(repo / "specs/lib/*.yaml"))):
+        for ref in block_reference(lib):
+            assert ref.error == "", f"{lib}: block {ref.name}: {ref.error}"
+            assert ref.dead_ends == [], f"{lib}: block {ref.name}: nothing consumes {ref.dead_ends}"
+            checked += 1
+    assert checked > 20
+
+
+def test_a_dead_end_is_seen_in_a_library_block(tmp_path):
+    lib = tmp_path / "lib.yaml"
+    lib.write_text("blocks:\n  leaky:\n    doc: a router nobody reads\n    params: {d: null, E: null}\n"
+                   "    inputs: {x: d}\n    outputs: [y]\n    ops:\n"
+                   "      - router = x @ W_router[d, E]\n      - y = x @ W[d, d]\n")
+    (ref,) = block_reference(lib)
+    assert [text for text, _ in ref.dead_ends] == ["router = x @ W_router[d, E]"]

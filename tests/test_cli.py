@@ -298,3 +298,13 @@ def test_help(cli, command):
     assert examples, result.stdout
     if command:
         assert any(line.startswith(f"specc {command[0]} ") for line in examples), result.stdout
+
+
+def test_no_shipped_spec_has_a_dead_end():
+    """Every op of every shipped spec feeds another op, a block output or a segment output."""
+    from specc.compiler.build import compile_spec
+    from specc.compiler.spec import load_spec
+
+    for spec in sorted((REPO / "specs").glob("*.yaml")):
+        model = compile_spec(load_spec(spec))
+        assert [op.stmt.loc for op in model.dead_ops()] == [], spec

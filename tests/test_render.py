@@ -206,7 +206,8 @@ def test_model_diagram_of_a_deep_alternating_stack(write_spec):
             ops:
               - a = gqa_attention(x; d=d, n_q=n_q, n_kv=n_kv, d_h=d_h, pairs=B*causal_pairs(S, P))
               - f1 = swiglu(a; d=d, f=f); when=1 - moe
-              - f2 = routed_swiglu_experts(a; d=d, f=f, E=E, k=k); when=moe
+              - r = a @ W_router[d, E]; when=moe
+              - f2 = routed_swiglu_experts(a, r; d=d, f=f, E=E, k=k); when=moe
               - y = add(x, a)
         """)
     model = compile_spec(load_spec(path))
