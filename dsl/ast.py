@@ -15,8 +15,8 @@ class Node:
     loc: Loc = field(compare=False, repr=False)
 
     def children(self):
-        for f in fields(self):
-            value = getattr(self, f.name)
+        for name in _child_fields(type(self)):
+            value = getattr(self, name)
             if isinstance(value, Node):
                 yield value
             elif isinstance(value, tuple):
@@ -27,9 +27,24 @@ class Node:
                         yield from (x for x in item if isinstance(x, Node))
 
     def walk(self):
-        yield self
-        for child in self.children():
-            yield from child.walk()
+        """Every node of the tree, pre-order (iterative: deep expressions need no recursion)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(list(node.children())))
+
+
+_FIELDS: dict = {}
+
+
+def _child_fields(cls) -> tuple:
+    """The field names of a node class that can hold children (all but loc), looked up
+    once per class: dataclasses.fields() on every visit was a tenth of a cold compile."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in fields(cls) if f.name != "loc")
+    return names
 
 
 # ------------------------------------------------------------------ expressions
