@@ -1,6 +1,6 @@
 """Where specc looks for the files a spec names: imported libraries
 (`imports: [lib/core.yaml]`), claim files, devices (`device=h100_sxm`), other
-specs (`spec=qwen3_8b`, or a spec name on the command line).
+specs (`spec=<name>`, or a spec name on the command line).
 
 One order for all of them, so a spec works the same in any folder:
 
@@ -139,7 +139,7 @@ def spec_file(name: str, near: str | Path | None, loc: Loc | None) -> Path:
 
 
 def is_spec_name(text: str) -> bool:
-    """A bare name such as qwen3_8b (no folder part), as opposed to a path."""
+    """A bare spec name (no folder part, no .yaml), as opposed to a path."""
     return bool(text) and os.sep not in text and "/" not in text and not Path(text).is_file()
 
 

@@ -1,7 +1,7 @@
 """specc: LLM architectures as data, every cost an exact symbolic consequence.
 
     import specc
-    m = specc.load("qwen3_8b")          # or specc.load("path/to/spec.yaml")
+    m = specc.load("<model>")           # a shipped spec by name, or specc.load("path/to/spec.yaml")
     m.eval("params()").value            # 8190735360 (a Python int)
 
 The API lives in specc/api.py; it is imported on first use, so `import specc`

@@ -1,9 +1,9 @@
 """The Python API: what the command line does, as objects.
 
     >>> import specc
-    >>> m = specc.load("qwen3_8b")                 # a shipped spec by name, or a path
+    >>> m = specc.load("<model>")                  # a shipped spec by name, or a path
     >>> r = m.eval("params()")
-    >>> r.value, r.unit                            # (8190735360, 'params'): a Python int
+    >>> r.value, r.unit                            # a Python int and 'params'
     >>> m.flops(P=8192)                            # keyword access, one method per query
     >>> m.eval("flops(P=P)", symbolic=True).expr   # the closed form (a sympy expression)
     >>> [c.verdict for c in m.verify()]
@@ -258,7 +258,7 @@ class Model:
 
 
 def load(spec: str | Path) -> Model:
-    """A spec by path ('specs/qwen3_8b.yaml', a pathlib.Path) or by name ('qwen3_8b':
+    """A spec by path ('specs/<model>.yaml', a pathlib.Path) or by name ('<model>':
     the current folder, --path/SPECC_PATH folders, then the specs shipped with specc)."""
     from .compiler.spec import load_spec
     from .dsl.search_path import spec_argument

@@ -107,7 +107,7 @@ def eval_(spec, queries, as_json, symbolic, no_fast):
     specc eval specs/<model>.yaml 'params(group=dense_shared_ffn) / params()'
     specc eval specs/<model>.yaml 'state_bytes(H=8192)' 'b_max(device=rtx_4090, H=8192, workspace=2 GiB)'
     specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
-    specc eval qwen3_8b 'params()'          (a spec shipped with specc, by name, from any folder)
+    specc eval <model> 'params()'           (a spec shipped with specc, by name, from any folder)
     \b
     Combine queries with + - * / // floor ceil min max.
     """

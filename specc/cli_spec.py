@@ -1,5 +1,5 @@
 """The SPEC argument of every command: a spec file, or the name of a spec on the
-search path or shipped with specc (`specc eval qwen3_8b 'params()'` from any folder),
+search path or shipped with specc (`specc eval <model> 'params()'` from any folder),
 and the --path option that adds search folders (dsl/search_path.py)."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ..dsl.errors import Loc, SpecError
 from ..dsl.parser import parse_expr, parse_quantity
 from ..dsl.units import dims_name, unit_of_terms
 from ..dsl.yamlload import Map, Text, load_yaml_file
-from .verdicts import VERDICTS  # noqa: F401 - re-exported
+from .verdicts import VERDICTS, erratum_verdict, show_scaled  # noqa: F401 - VERDICTS re-exported
 
 CLAIM_KEYS = {"id", "source", "quote", "eval", "expect", "expect_formula", "tolerance", "erratum", "note"}
 
@@ -119,10 +119,11 @@ class Result:
         value = self.computed.value
         if not value.is_number:
             return str(value)
-        scaled = sp.Rational(value) / sp.Rational(self.unit_factor) if value.is_rational else value / sp.Rational(self.unit_factor)
+        if value.is_rational:
+            scaled = Fraction(int(value.p), int(value.q)) / Fraction(self.unit_factor)
+            return show_scaled(scaled, self.decimals, self.unit_label)
+        scaled = value / sp.Rational(self.unit_factor)
         digits = self.decimals + 2
-        if scaled.is_Integer:    # an integer is shown as one: 78,400 params, not 78,400.00
-            return f"{int(scaled):,} {self.unit_label}".strip()
         text = f"{float(scaled):,.{digits}f}" if digits < 12 else str(scaled)
         return f"{text} {self.unit_label}".strip()
 
@@ -283,12 +284,7 @@ def _erratum(result: Result, agrees: bool | None) -> Result:
         agrees = result.verdict == "PASS"
     if result.claim.erratum is None or result.verdict == "ERROR":
         return result
-    if agrees:
-        result.verdict = "XPASS"
-        result.message = "marked as an erratum, but the computed value agrees with the source"
-    else:
-        result.verdict = "XFAIL"
-        result.message = f"erratum: {result.claim.erratum}"
+    result.verdict, result.message = erratum_verdict(agrees, result.claim.erratum)
     return result
 
 

@@ -19,6 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..compiler import compiled
+from .verdicts import erratum_verdict, show_scaled
 
 
 class _Claim:
@@ -56,20 +57,10 @@ class FastResult:
             self.message = (f"computed {self._display} is outside "
                             f"[{self._fmt(self.low)}, {self._fmt(self.high)}]")
         if self.claim.erratum is not None:
-            if agrees:
-                self.verdict = "XPASS"
-                self.message = "marked as an erratum, but the computed value agrees with the source"
-            else:
-                self.verdict = "XFAIL"
-                self.message = f"erratum: {self.claim.erratum}"
+            self.verdict, self.message = erratum_verdict(agrees, self.claim.erratum)
 
     def _show(self, value) -> str:
-        scaled = Fraction(value) / self.unit_factor
-        digits = self.decimals + 2
-        if scaled.denominator == 1:      # as verify.claims.Result shows it: an integer as one
-            return f"{scaled.numerator:,} {self.unit_label}".strip()
-        text = f"{float(scaled):,.{digits}f}" if digits < 12 else str(scaled)
-        return f"{text} {self.unit_label}".strip()
+        return show_scaled(Fraction(value) / self.unit_factor, self.decimals, self.unit_label)
 
     def _fmt(self, value) -> str:
         return f"{float(value / self.unit_factor):,.6g} {self.unit_label}"
