@@ -206,6 +206,7 @@ class _Builder:
         self.runs: list = []
         self.returned: set = set()
         self._calling: list = []   # blocks being instantiated (a block may not call itself)
+        self._reads_layer_memo: dict = {}
 
     # ------------------------------------------------------------ segments
     def build(self) -> Model:
@@ -231,7 +232,7 @@ class _Builder:
             [seg.start, *seg.bindings.values(),
              *(d for p, d in seg.block.params.items() if p not in seg.bindings),
              *(n for _, decl in seg.state for n in (decl.entries, decl.when))])
-            or _reads_layer(seg.block, self.spec.blocks, set()))
+            or self._block_reads_layer(seg.block))
         if layers is not None and not per_layer:
             # identical layers: one group, evaluated once, whatever the layer count
             order, groups = [None], {None: (self._layer_env(seg, layers[0]), None, layers)}
@@ -299,7 +300,15 @@ class _Builder:
             active = as_number(ev(decl.when)) if decl.when is not None else sp.Integer(1)
             # like the build: a declaration switched off is not evaluated (floor(H/r) with r = 0)
             decls.append((kind, active, ev(decl.entries) if active != 0 else None))
-        return tuple(decls), (layer if _reads_layer(seg.block, self.spec.blocks, set()) else None)
+        return tuple(decls), (layer if self._block_reads_layer(seg.block) else None)
+
+    def _block_reads_layer(self, block: BlockDef) -> bool:
+        # a property of the block library, asked once per layer of a per-layer segment:
+        # walking every op tree again for each layer was a third of a cold V4.1 compile
+        found = self._reads_layer_memo.get(block.name)
+        if found is None:
+            found = self._reads_layer_memo[block.name] = _reads_layer(block, self.spec.blocks, set())
+        return found
 
     def _check_sizes(self):
         """Bytes per entry of every store and bytes per parameter of every format are

@@ -19,6 +19,8 @@ from . import patterns
 
 def truth(value) -> sp.Basic:
     """A sympy condition from a number or a condition (non-zero means true)."""
+    if isinstance(value, sp.Rational):   # most conditions of a spec are decided by its dimensions
+        return sp.false if value == 0 else sp.true
     if isinstance(value, (sp.logic.boolalg.Boolean, sp.core.relational.Relational)):
         return value
     if isinstance(value, sp.Piecewise) and len(value.args) == 2 and value.args[0][0] == 1 \
@@ -91,6 +93,10 @@ _BINARY = {
     "**": lambda a, b: a ** b,
 }
 _COMPARE = {"==": sp.Eq, "!=": sp.Ne, "<": sp.Lt, "<=": sp.Le, ">": sp.Gt, ">=": sp.Ge}
+# two exact numbers are compared as Python numbers: sympy's relational machinery
+# (assumption queries, fuzzy comparisons) was a sixth of a cold compile
+_COMPARE_NUMBERS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+                    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
 
 def checked_power(base, exponent, loc):
@@ -218,7 +224,10 @@ class Evaluator:
         return as_number(sp.Not(truth(value)))
 
     def _Compare(self, node: ast.Compare):
-        return as_number(_COMPARE[node.op](self.eval(node.left), self.eval(node.right)))
+        left, right = self.eval(node.left), self.eval(node.right)
+        if isinstance(left, sp.Rational) and isinstance(right, sp.Rational):
+            return sp.Integer(1) if _COMPARE_NUMBERS[node.op](left, right) else sp.Integer(0)
+        return as_number(_COMPARE[node.op](left, right))
 
     def _Member(self, node: ast.Member):
         if node.set_name not in self.sets:
