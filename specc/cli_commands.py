@@ -123,19 +123,9 @@ def eval_(spec, queries, as_json, symbolic, no_fast):
             click.echo(f"{result.query} = {result}")
         return
     # compiled queries (compiler/compiled.py): the same exact values, printed by the fast lane's formatter
-    from .cli_fast import eval_rows, render_eval
-    from .compiler import compile_queries
-    from .compiler.queries import QueryEngine
+    from .cli_fast import compiled_answers, eval_rows, render_eval
 
-    engine = QueryEngine.shared(_load(spec))
-    answers = []
-    try:
-        for text in queries:
-            found = compile_queries.answer(engine, text)
-            answers.append((found.value, found.unit, found.extrapolated))
-    finally:
-        compile_queries.flush()
-    click.echo(render_eval(eval_rows(queries, answers), as_json))
+    click.echo(render_eval(eval_rows(queries, compiled_answers(spec, queries)), as_json))
 
 
 # the query list of `eval --help` comes from the one registration table (stdlib-only import)

@@ -1,10 +1,11 @@
 """The console script's fast lane: `eval` and `verify` answered from compiled
 queries (compiler/compiled.py) without importing click, sympy, yaml or lark.
 
-`try_fast(argv)` handles only the plain forms of the two commands and only
-when every answer is already in the cache; it returns the exit status, or
-None to hand the command line to click unchanged (a miss, any other option,
-help, a missing file, ...). Nothing is printed before every answer is known,
+`try_fast(argv)` handles only the plain forms of the two commands: `verify`
+only when every answer is already in the cache, `eval` also on a miss (it then
+compiles the missing closed forms itself, which a first run needs anyway). It
+returns the exit status, or None to hand the command line to click unchanged
+(an error to report, any other option, help, a spec given by name, ...). Nothing is printed before every answer is known,
 so a hand-over never duplicates output. The formatting functions are shared
 with the click commands, so both lanes print the same text."""
 
@@ -74,10 +75,40 @@ def _eval(args) -> int | None:
     for text in queries:
         found = compiled.lookup(spec, text)
         if found is None:
-            return None
+            break
         answers.append((found.value, found.unit, found.extrapolated))
+    else:
+        sys.stdout.write(render_eval(eval_rows(queries, answers), as_json) + "\n")
+        return 0
+    # a miss: compile what is missing here rather than import click for it (a first run
+    # pays for sympy already); any error is left to the click command to report
+    from .dsl.errors import SpecError
+
+    try:
+        answers = compiled_answers(spec, queries)
+    except SpecError:
+        return None
     sys.stdout.write(render_eval(eval_rows(queries, answers), as_json) + "\n")
     return 0
+
+
+def compiled_answers(spec_path, queries) -> list:
+    """(value, unit, extrapolated) of each query, from compiled queries, compiling a
+    closed form (with the symbolic engine) where the store has none. Shared by the
+    fast lane and the click command, so both print the same bits."""
+    from .compiler import compile_queries
+    from .compiler.queries import QueryEngine
+    from .compiler.spec import load_spec
+
+    engine = QueryEngine.shared(load_spec(spec_path))
+    answers = []
+    try:
+        for text in queries:
+            found = compile_queries.answer(engine, text)
+            answers.append((found.value, found.unit, found.extrapolated))
+    finally:
+        compile_queries.flush()
+    return answers
 
 
 def _verify(args) -> int | None:
