@@ -64,14 +64,28 @@ def _dependencies(engine: QueryEngine) -> set:
         if id(eng) in seen:
             continue
         seen.add(id(eng))
-        files.update(str(Path(s).resolve()) for s in (eng.spec.sources or [eng.spec.path]))
+        files.update(_own_files(eng))
         todo.extend(eng._siblings.values())
-        here = Path(eng.spec.path).resolve().parent
+    return files
+
+
+_OWN_FILES: dict = {}
+
+
+def _own_files(engine: QueryEngine) -> frozenset:
+    """The spec's own sources and the hardware files it can see, listed once per
+    engine per process (a verify of a thousand claims asked for them per claim)."""
+    key = (id(engine), engine.spec.path)
+    found = _OWN_FILES.get(key)
+    if found is None:
+        files = {str(Path(s).resolve()) for s in (engine.spec.sources or [engine.spec.path])}
+        here = Path(engine.spec.path).resolve().parent
         for folder in [here, *here.parents][:4]:
             files.update(str(p.resolve()) for p in (folder / "hardware").glob("*.yaml"))
             if folder.name == "hardware":
                 files.update(str(p.resolve()) for p in folder.glob("*.yaml"))
-    return files
+        found = _OWN_FILES[key] = frozenset(files)
+    return found
 
 
 def store_for(engine: QueryEngine) -> Store:
@@ -156,13 +170,25 @@ def answer(engine: QueryEngine, text: str, extra_deps=(), eager: bool = False) -
             store.seen[template] = store.seen.get(template, 0) + 1
     # the symbolic path: the reference, and the only one that reports errors
     result = engine.evaluate_text(text, "<query>")
+    found = remember(engine, store, text, result)
+    if found is None:
+        return Answer(result.value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
+                      bool(result.extrapolated))
+    _note_dependencies(engine, store, extra_deps)
+    return found
+
+
+def remember(engine: QueryEngine, store: Store, text: str, result) -> Answer | None:
+    """Store the exact value the symbolic engine gave for the literal query `text`
+    (a Quantity), so a later process answers it without sympy; None when it is not
+    an exact number. The caller notes the store's dependencies."""
     value = _exact(result.value)
-    found = Answer(value if value is not None else result.value, tuple(result.dims),
-                   DISPLAY.get(result.dims, dims_name(result.dims)), bool(result.extrapolated))
-    if value is not None:
-        store.literals[text] = found
-        _note_dependencies(engine, store, extra_deps)
-        _dirty.add(spec_path)
+    if value is None:
+        return None
+    found = Answer(value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
+                   bool(result.extrapolated))
+    store.literals[text] = found
+    _dirty.add(engine.spec.path)
     return found
 
 

@@ -29,7 +29,9 @@ Values are ints and fractions.Fraction only."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -116,10 +118,26 @@ def engine_hash() -> str:
 
 
 def file_hash(path) -> str | None:
+    """SHA-256 of a file's bytes (None when it cannot be read), remembered for the
+    process only while the file's (mtime, size, inode) are unchanged and its mtime
+    is older than _SETTLED: a file rewritten within one clock tick keeps its mtime
+    (the "racily clean" case git knows), so a recently written file is re-hashed."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        stat = os.stat(path)
+        key = (str(path), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        found = _HASHES.get(key)
+        if found is not None:
+            return found
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:
         return None
+    if time.time_ns() - stat.st_mtime_ns > _SETTLED:
+        _HASHES[key] = digest
+    return digest
+
+
+_HASHES: dict = {}
+_SETTLED = 2_000_000_000        # ns: far above any file system's timestamp granularity
 
 
 # ------------------------------------------------------------------ normalization

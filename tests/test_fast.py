@@ -173,6 +173,25 @@ def test_a_changed_dependency_invalidates_the_store(cache, write_spec, tmp_path)
     assert compiled.load(spec) is None                          # also for a new process
 
 
+def test_file_hashes_are_remembered_only_for_settled_files(tmp_path):
+    """A file written just now may be rewritten within the same clock tick (same
+    mtime and size): it is hashed afresh each time. A file last written a while ago
+    is hashed once; rewriting it gives it a new mtime, so a new hash."""
+    path = tmp_path / "f.yaml"
+    path.write_text("a: 1\n")
+    first = compiled.file_hash(path)
+    path.write_text("a: 2\n")                       # same size, very likely the same tick
+    assert compiled.file_hash(path) != first
+    old = os.stat(path).st_mtime_ns - 10 ** 10
+    os.utime(path, ns=(old, old))
+    settled = compiled.file_hash(path)
+    assert any(key[0] == str(path) for key in compiled._HASHES)
+    path.write_text("a: 3\n")                       # a rewrite: mtime is now, not `old`
+    assert compiled.file_hash(path) not in (settled, None)
+    path.unlink()
+    assert compiled.file_hash(path) is None
+
+
 # ------------------------------------------------------------------ a warm process
 def _run(args, cache_dir, importtime=False):
     env = dict(os.environ, SPECC_CACHE_DIR=str(cache_dir))
