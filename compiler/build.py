@@ -206,7 +206,6 @@ class _Builder:
         self.runs: list = []
         self.returned: set = set()
         self._calling: list = []   # blocks being instantiated (a block may not call itself)
-        self._reads_layer_memo: dict = {}
 
     # ------------------------------------------------------------ segments
     def build(self) -> Model:
@@ -305,9 +304,10 @@ class _Builder:
     def _block_reads_layer(self, block: BlockDef) -> bool:
         # a property of the block library, asked once per layer of a per-layer segment:
         # walking every op tree again for each layer was a third of a cold V4.1 compile
-        found = self._reads_layer_memo.get(block.name)
+        memo = self.spec.__dict__.setdefault("_reads_layer", {})   # shared by the spec's option variants
+        found = memo.get(block.name)
         if found is None:
-            found = self._reads_layer_memo[block.name] = _reads_layer(block, self.spec.blocks, set())
+            found = memo[block.name] = _reads_layer(block, self.spec.blocks, set())
         return found
 
     def _check_sizes(self):

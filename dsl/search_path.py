@@ -41,11 +41,20 @@ def user_roots() -> list[Path]:
 
 def roots(near: str | Path | None = None) -> list[Path]:
     """Every folder searched, in order, for a file named by `near` (a file path)."""
-    local = []
-    if near is not None:
-        here = Path(near).resolve().parent
-        local = [here, *here.parents][:ANCESTORS + 1]
-    return _unique(local + user_roots() + [SHIPPED])
+    # asked for every import and claims file: resolving the same folders again each
+    # time was a few percent of a first verify
+    key = (str(near), tuple(_cli_paths), os.environ.get(ENV, ""))
+    found = _ROOTS.get(key)
+    if found is None:
+        local = []
+        if near is not None:
+            here = Path(near).resolve().parent
+            local = [here, *here.parents][:ANCESTORS + 1]
+        found = _ROOTS[key] = _unique(local + user_roots() + [SHIPPED])
+    return list(found)
+
+
+_ROOTS: dict = {}
 
 
 def allowed_roots(near: str | Path | None = None) -> list[Path]:

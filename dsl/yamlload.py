@@ -112,7 +112,8 @@ def load_yaml_text(text: str, path: str, *, is_file: bool = True):
     source_text = None if is_file else text
     _check_text(text, path, source_text)
     try:
-        _check_depth(text, path, source_text)
+        if sum(map(text.count, _INDICATORS)) > _SCAN_ABOVE:
+            _check_depth(text, path, source_text)
         node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -136,6 +137,15 @@ def load_yaml_text(text: str, path: str, *, is_file: bool = True):
 _OPEN = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken, yaml.FlowMappingStartToken,
          yaml.FlowSequenceStartToken)
 _CLOSE = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+
+
+# Every nesting level of YAML starts at an indicator character of its own ('[', '{',
+# '-', '?' or the ':' of its first key), so a text with at most _SCAN_ABOVE of them
+# nests at most that deep: far below where libyaml's composer overflows the C stack
+# (past 10,000 levels), and _convert enforces yaml_depth itself. Only a text with
+# more is scanned first (the scan costs as much as composing).
+_INDICATORS = "[{-?:"
+_SCAN_ABOVE = 2000
 
 
 def _check_depth(text: str, path: str, source_text):
