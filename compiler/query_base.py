@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ..dsl.errors import SpecError
+from ..dsl.errors import BeyondContext, SpecError
 from ..dsl.units import BYTES, FLOPS, NONE, SECONDS, TOKENS, combine, dims_name
 from .build import Model
 from .symbols import SCENARIO
@@ -168,6 +168,6 @@ class _Args:
         flag = flag.value if isinstance(flag, Quantity) else flag
         if flag in ("true", 1, sp.Integer(1)):
             return True
-        raise SpecError(f"context {context} exceeds {self.engine.spec.model}'s maximum of {model.max_context}",
+        raise BeyondContext(f"context {context} exceeds {self.engine.spec.model}'s maximum of {model.max_context}",
                         self.loc, expected="a shorter context, or extrapolate=true to extrapolate by formula")
 

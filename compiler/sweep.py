@@ -11,7 +11,9 @@ value is the one `specc eval` prints for the literal query:
   (P = 0 and G = 0 are errors there, and a zero can change which checks apply);
 * the context checks are made on the whole grid: beyond the spec's maximum
   context a point is flagged extrapolated, or — without extrapolate=true —
-  the sweep stops with the error `specc eval` gives for that point;
+  refused, as `specc eval` refuses it: the point has no value and the table
+  says why (Table.refused, Table.refusal: eval's error for the first such
+  point), so a grid that runs past a model's context still shows where it ends;
 * a sample of points (ends included) is recomputed exactly and must agree,
   else the whole grid is computed exactly."""
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 
-from ..dsl.errors import Loc, SpecError
+from ..dsl.errors import BeyondContext, Loc, SpecError
 from . import compiled
 
 _PARAM = re.compile(r"(?<![\w.])([BSPGH])\s*=\s*([BSPGH])(?![\w.])")
@@ -30,11 +32,15 @@ _SAMPLE = 64
 
 
 class Table:
-    """The sweep's result: one column per swept name, then value and extrapolated."""
+    """The sweep's result: one column per swept name, then value and extrapolated.
+    refused marks the points `specc eval` refuses (beyond max_context without
+    extrapolate=true): they have no value, and refusal is eval's message for the
+    first of them (None when no point is refused)."""
 
-    def __init__(self, names, columns, values, extrapolated, unit, mode, seconds):
+    def __init__(self, names, columns, values, extrapolated, unit, mode, seconds, refused=None, refusal=None):
         self.names, self.columns, self.values, self.extrapolated = names, columns, values, extrapolated
         self.unit, self.mode, self.seconds = unit, mode, seconds
+        self.refused, self.refusal = refused, refusal
 
     def __len__(self):
         return len(self.values)
@@ -135,8 +141,9 @@ def sweep(spec_path, query: str, over: dict, fast: bool = True) -> Table:
     names = list(over)
     if used != set(names):
         missing, extra = sorted(used - set(names)), sorted(set(names) - used)
-        what = (f"the query uses {', '.join(f'{n}={n}' for n in missing)} but no --over gives it" if missing else
-                f"--over {', '.join(extra)} is not used by the query (write {extra[0]}={extra[0]} in it)")
+        what = (f"the query uses {', '.join(f'{n}={n}' for n in missing)} but the grid gives no values for it "
+                f"(--over {missing[0]}=... on the command line)" if missing else
+                f"the grid's {', '.join(extra)} is not used by the query (write {extra[0]}={extra[0]} in it)")
         raise SpecError(what, _query_loc(query), expected="e.g. flops(P=P) with --over P=1..1000")
     engine = _Engine(spec_path)
     columns = _grid(names, over)
@@ -158,23 +165,58 @@ def sweep(spec_path, query: str, over: dict, fast: bool = True) -> Table:
 
     values = _Values(n)
     extrapolated = np.zeros(n, dtype=bool)
+    refused = np.zeros(n, dtype=bool)
     zero = np.zeros(n, dtype=bool)
     for col in columns:
         zero |= col == 0
     mode = "exact"
     if template is not None and columns[0].dtype == np.int64 and all(c.dtype == np.int64 for c in columns):
-        mode = _vectorized(template, columns, order, ~zero, values, extrapolated, engine, query, names)
+        mode = _vectorized(template, columns, order, ~zero, values, extrapolated, refused, engine, query, names)
         if mode == "int64" and not zero.any():
-            return Table(names, columns, values.int64, extrapolated, template.unit, mode,
-                         time.perf_counter() - start)
+            return _table(names, columns, values.int64, extrapolated, template.unit, mode, start,
+                          refused, engine, query)
     unit = template.unit if template is not None else None
-    for i in (np.flatnonzero(values.objects == None) if mode != "exact" else range(n)):  # noqa: E711
+    todo = np.flatnonzero((values.objects == None) & ~refused) if mode != "exact" else range(n)  # noqa: E711
+    for i in todo:
         point = {name: int(col[i]) for name, col in zip(names, columns)}
         found = compiled.run(template, point) if template is not None and not zero[i] else None
         if found is None:
-            found = engine.answer(query, point)
+            if template is not None and not zero[i] and _beyond_context(template, point):
+                refused[i] = True
+                continue
+            try:
+                found = engine.answer(query, point)
+            except BeyondContext:
+                refused[i] = True
+                continue
         values.objects[i], extrapolated[i], unit = found.value, found.extrapolated, found.unit
-    return Table(names, columns, values.objects, extrapolated, unit or "", mode, time.perf_counter() - start)
+    return _table(names, columns, values.objects, extrapolated, unit or "", mode, start, refused, engine, query)
+
+
+def _beyond_context(template, point) -> bool:
+    """Whether a context check refuses the point (max_context exceeded, extrapolate not allowed)."""
+    args = [point[a] for a in template.args]
+    return any(not allowed and compiled.function(src, "c")(*args) > limit for src, limit, allowed in template.checks)
+
+
+def _table(names, columns, values, extrapolated, unit, mode, start, refused, engine, query) -> Table:
+    import numpy as np
+
+    refusal = None
+    if refused.any():
+        first = int(np.flatnonzero(refused)[0])
+        point = {name: int(col[first]) for name, col in zip(names, columns)}
+        try:
+            engine.answer(query, point)
+        except BeyondContext as exc:    # eval's own words for that point
+            refusal = exc.message
+        else:                           # pragma: no cover - a refusal eval does not make is a bug
+            raise AssertionError(f"the sweep refused {point}, which specc eval answers")
+        if values.dtype != object:      # a refused point has no value (None), not its extrapolation
+            values = values.astype(object)
+        values[refused] = None
+    return Table(names, columns, values, extrapolated, unit, mode, time.perf_counter() - start,
+                 refused if refused.any() else None, refusal)
 
 
 class _Values:
@@ -191,7 +233,7 @@ class _Values:
         self.objects[key] = value
 
 
-def _vectorized(template, columns, order, live, values, extrapolated, engine, query, names) -> str:
+def _vectorized(template, columns, order, live, values, extrapolated, refused, engine, query, names) -> str:
     """Fill the live (non-zero) points with int64 arithmetic when that is proven
     safe; returns the mode used ('int64', or 'exact' to leave them to the caller)."""
     import numpy as np
@@ -211,30 +253,35 @@ def _vectorized(template, columns, order, live, values, extrapolated, engine, qu
                 return "exact"
         result = vector.run(source, args)
         flags = np.zeros(len(args[0]), dtype=bool)
+        refuse = np.zeros(len(args[0]), dtype=bool)
         for src, (_, limit, allowed) in zip(check_sources, template.checks):
             beyond = vector.run(src, args, "c") > limit
-            if beyond.any() and not allowed:
-                first = int(np.flatnonzero(beyond)[0])
-                engine.answer(query, {name: int(columns[j][live][first]) for j, name in enumerate(names)})
-                return "exact"   # (the eval path raises; if it ever did not, compute exactly)
-            flags |= beyond
+            if allowed:
+                flags |= beyond
+            else:
+                refuse |= beyond
     except (vector.NotInt64, FloatingPointError, OverflowError, ZeroDivisionError):
         return "exact"
+    flags &= ~refuse
     # a sample, ends included, recomputed exactly (pattern-sum arguments are not
-    # validated element-wise, so the exact path is the judge)
+    # validated element-wise, so the exact path is the judge); a refused point's
+    # sample is the exact lane's refusal
     idx = np.unique(np.concatenate([np.linspace(0, len(result) - 1, _SAMPLE).astype(np.int64)]))
     for k in idx:
         point = {p: int(a[k]) for p, a in zip(sorted(names), args)}
         found = compiled.run(template, point)
         if found is None:
+            if refuse[k] and _beyond_context(template, point):
+                continue
             found = engine.answer(query, point)
-        if found.value != int(result[k]) or found.extrapolated != bool(flags[k]):
+        if refuse[k] or found.value != int(result[k]) or found.extrapolated != bool(flags[k]):
             return "exact"
     if live.all():
         values.int64 = result          # the whole grid: kept as one int64 array
     else:
         values[live] = result.astype(object)
     extrapolated[live] = flags
+    refused[live] = refuse
     return "int64"
 
 
@@ -243,21 +290,36 @@ def _text(value) -> str:
     return str(value) if type(value) is int else f"{value.numerator}/{value.denominator}"
 
 
-def _cells(table: Table) -> list:
-    """The table's columns as lists of cell values (ints, 'p/q' strings, true/false)."""
+def _cells(table: Table, blank) -> list:
+    """The table's columns as lists of cell values (ints, 'p/q' strings, true/false);
+    a refused point's value is `blank`, and a last column says why (only when some
+    point is refused)."""
     import numpy as np
 
     cols = [c.tolist() for c in table.columns]
     vals = table.values.tolist() if table.values.dtype == np.int64 else [
-        v if type(v) is int else _text(v) for v in table.values]
-    return cols + [vals, table.extrapolated.tolist()]
+        v if type(v) is int or v is None else _text(v) for v in table.values]
+    cells = cols + [vals, table.extrapolated.tolist()]
+    if table.refused is not None:
+        for i in np.flatnonzero(table.refused).tolist():
+            vals[i] = blank
+        cells.append(np.where(table.refused, REFUSED, "").tolist())
+    return cells
+
+
+# the note of a refused point (beyond max_context without extrapolate=true), as in eval
+REFUSED = "beyond max_context"
+
+
+def columns(table: Table) -> list:
+    return table.names + ["value", "extrapolated"] + (["note"] if table.refused is not None else [])
 
 
 def to_csv(table: Table) -> str:
-    cells = _cells(table)
-    cells[-1] = ["true" if e else "false" for e in cells[-1]]
+    cells = _cells(table, "")
+    cells[len(table.names) + 1] = ["true" if e else "false" for e in cells[len(table.names) + 1]]
     row = ",".join(["%s"] * len(cells))
-    lines = [",".join(table.names + ["value", "extrapolated"])]
+    lines = [",".join(columns(table))]
     lines.extend([row % r for r in zip(*cells)])
     return "\n".join(lines) + "\n"
 
@@ -265,7 +327,7 @@ def to_csv(table: Table) -> str:
 def to_json(table: Table, spec: str, query: str) -> str:
     import json
 
-    rows = [list(r) for r in zip(*_cells(table))]
-    return json.dumps({"spec": str(spec), "query": query, "unit": table.unit,
-                       "columns": table.names + ["value", "extrapolated"], "rows": rows})
+    rows = [list(r) for r in zip(*_cells(table, None))]
+    return json.dumps({"spec": str(spec), "query": query, "unit": table.unit, "columns": columns(table),
+                       "refusal": table.refusal, "rows": rows})
 

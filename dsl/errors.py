@@ -64,6 +64,11 @@ class SpecError(Exception):
         return self.render()
 
 
+class BeyondContext(SpecError):
+    """A query past the spec's maximum context without extrapolate=true: the one
+    refusal that depends only on the scenario, so a sweep reports it per point."""
+
+
 def did_you_mean(name: str, known) -> str:
     """A short 'one of ...' list, closest names first."""
     import difflib

@@ -237,6 +237,23 @@ class Model:
 
         return sorted(set(super().__dir__()) | set(QUERIES))
 
+    def sweep(self, query: str, fast: bool = True, **over):
+        """The query at every point of a grid, exact: m.sweep('flops(P=P, B=B)',
+        P=range(1, 10**6 + 1), B=[1, 2, 4]). Each swept name is written NAME=NAME
+        in the query and given as a range or a list of non-negative ints. Returns a
+        table (compiler/sweep.py) with .names, .columns, .values (int64 array when
+        proven safe, else exact ints/Fractions), .extrapolated, .refused (points
+        eval refuses: beyond max_context without extrapolate=true) and .unit;
+        specc.compiler.sweep.to_csv / to_json print it as `specc sweep` does."""
+        from .compiler import sweep as sweeping
+
+        for name, values in over.items():
+            if not (isinstance(values, range) or (isinstance(values, (list, tuple)) and values and all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values))):
+                raise Error(f"{name}= takes a range or a list of non-negative ints, got {values!r}",
+                            expected=f"e.g. {name}=range(1, 1001) or {name}=[1, 2, 4]")
+        return sweeping.sweep(self.path, query, dict(over), fast=fast)
+
     # ------------------------------------------------------------ claims
     def claims(self, extra_files=()) -> list[Claim]:
         """The claims of the spec (its claims:, its claims_files and extra files), not evaluated."""

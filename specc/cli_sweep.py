@@ -23,7 +23,10 @@ def sweep(spec, query, overs, fmt, output, no_fast):
     """Evaluate QUERY at every point of a grid and write a table.
 
     The query names each swept value as NAME=NAME. Values are exact; the grid
-    runs as int64 arrays where that is proven not to overflow.
+    runs as int64 arrays where that is proven not to overflow. Points beyond
+    the spec's maximum context are refused as `specc eval` refuses them (no
+    value, a note column says so, a warning counts them) unless the query says
+    extrapolate=true.
 
     \b
     specc sweep specs/<model>.yaml 'flops(P=P)' --over P=1..1000000 -o flops.csv
@@ -51,3 +54,7 @@ def sweep(spec, query, overs, fmt, output, no_fast):
     seconds = time.perf_counter() - start
     click.echo(f"{len(table):,} points in {seconds:.3f} s, table written ({len(table) / seconds:,.0f} points/s; "
                f"evaluation alone {table.seconds:.3f} s, {table.mode})", err=True)
+    if table.refused is not None:
+        click.echo(f"warning: {int(table.refused.sum()):,} points have no value, as specc eval refuses them "
+                   f"(first: {table.refusal}); their note says '{sweeping.REFUSED}'. Add extrapolate=true to "
+                   "the query to compute them by formula, marked extrapolated.", err=True)

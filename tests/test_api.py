@@ -365,3 +365,24 @@ def test_the_troubleshooting_errors_are_what_specc_prints(cli, tmp_path, monkeyp
 def test_the_guides_first_try_is_off_by_what_it_says():
     first, final = specc.load(GUIDE_DATA / "try1.yaml"), specc.load(GUIDE_DATA / "gemma2_2b.yaml")
     assert first.params().value - final.params().value == 589717504 == 256000 * 2304 - 26 * 2 * 2304 + 26 * 2 * 256
+
+
+def test_sweep_from_python_is_the_cli_table(tmp_path, monkeypatch):
+    """m.sweep(...) returns the table `specc sweep` writes: exact values, points past
+    the maximum context refused (None), and a located error for a bad grid."""
+    from specc.compiler import sweep as sweeping
+
+    monkeypatch.setenv("SPECC_CACHE_DIR", str(tmp_path / "cache"))
+    m = specc.load("qwen3_8b")
+    table = m.sweep("flops(P=P, B=B)", P=range(40959, 40962), B=[1, 4])
+    assert table.names == ["P", "B"] and table.unit == "FLOPs"
+    values = list(table.values)
+    assert values[:4] == [m.flops(P=40959, B=1).value, m.flops(P=40959, B=4).value,
+                          m.flops(P=40960, B=1).value, m.flops(P=40960, B=4).value]
+    assert values[4:] == [None, None] and list(table.refused) == [False] * 4 + [True] * 2
+    assert sweeping.to_csv(table).splitlines()[-1] == "40961,4,,false,beyond max_context"
+    for bad in ({"P": [1.5]}, {"P": []}, {"P": "1..3"}):
+        with pytest.raises(specc.Error, match="range or a list"):
+            m.sweep("flops(P=P)", **bad)
+    with pytest.raises(specc.Error, match="gives no values"):
+        m.sweep("flops(P=P, B=B)", P=[1])

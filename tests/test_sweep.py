@@ -106,9 +106,7 @@ def test_the_exact_lane_agrees_with_the_fast_lane():
 def test_errors_are_the_errors_of_eval():
     with pytest.raises(SpecError, match="at least 1"):
         sweep.sweep(QWEN, "flops(P=P)", {"P": [0, 1, 2]})
-    with pytest.raises(SpecError, match="exceeds"):
-        sweep.sweep(QWEN, "flops(P=P)", {"P": range(40000, 41000)})
-    with pytest.raises(SpecError, match="no --over"):
+    with pytest.raises(SpecError, match="gives no values"):
         sweep.sweep(QWEN, "flops(P=P, B=B)", {"P": [1]})
     with pytest.raises(SpecError, match="not used"):
         sweep.sweep(QWEN, "flops(P=P)", {"P": [1], "B": [1]})
@@ -116,6 +114,43 @@ def test_errors_are_the_errors_of_eval():
         with pytest.raises(SpecError):
             sweep.parse_over(bad)
     assert sweep.parse_over("P=1..10:3") == ("P", range(1, 11, 3))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_points_beyond_max_context_are_refused_as_eval_refuses_them(fast):
+    """A grid running past the spec's maximum context: each point has eval's value,
+    or — where eval refuses it — no value and the refusal, whichever lane computes it."""
+    table = sweep.sweep(QWEN, "flops(P=P, B=B)", {"P": range(40950, 40971), "B": [1, 2]}, fast=fast)
+    rows = _rows(table)
+    assert rows[0] == ["P", "B", "value", "extrapolated", "note"]
+    for p, b, value, extrapolated, note in rows[1:]:
+        text = f"flops(P={p}, B={b})"
+        if int(p) > 40960:
+            with pytest.raises(SpecError, match="exceeds") as err:
+                _eval(QWEN, text)
+            assert (value, extrapolated, note) == ("", "false", sweep.REFUSED)
+        else:
+            assert (_value(value), extrapolated == "true", note) == (*_eval(QWEN, text), "")
+    assert table.refused.sum() == 20
+    with pytest.raises(SpecError) as err:
+        _eval(QWEN, "flops(P=40961, B=1)")
+    assert table.refusal == "context 40961 exceeds Qwen3-8B's maximum of 40960" == err.value.message
+    # with extrapolate=true every point has a value, marked extrapolated, and no note column
+    table = sweep.sweep(QWEN, "flops(P=P, extrapolate=true)", {"P": range(40959, 40963)}, fast=fast)
+    assert table.refused is None
+    assert [r[2] for r in _rows(table)[1:]] == ["false", "false", "true", "true"]
+
+
+def test_cli_sweep_past_max_context_warns_and_writes_every_row(cli, tmp_path):
+    out = tmp_path / "f.csv"
+    result = cli("sweep", QWEN, "flops(P=P)", "--over", "P=40000..50000", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "warning: 9,040 points have no value" in result.output and "extrapolate=true" in result.output
+    rows = list(csv.reader(out.open()))
+    assert len(rows) == 10002 and rows[961] == ["40960", str(_eval(QWEN, "flops(P=40960)")[0]), "false", ""]
+    assert rows[962] == ["40961", "", "false", sweep.REFUSED]
+    data = json.loads(cli("sweep", QWEN, "flops(P=P)", "--over", "P=40960,40961", "--format", "json").stdout)
+    assert data["columns"][-1] == "note" and data["rows"][1][1] is None and "exceeds" in data["refusal"]
 
 
 def test_cli_sweep_csv_and_json(cli, tmp_path):
