@@ -339,8 +339,13 @@ def _parts(path: str) -> list:
     from ..compiler.queries import QueryEngine
     from ..compiler.spec import load_spec
 
-    grid = spec_grid(QueryEngine.shared(load_spec(path)).model({}))
-    return [(path, "base")] + [(path, tp) for tp in grid["tp"]]
+    spec = load_spec(path)
+    model = QueryEngine.shared(spec).model({})
+    grid = spec_grid(model)
+    # a rough cost (ops times the roofline calls of the part), so the workers start with the longest
+    cost = len(model.ops) * len(spec.formats)
+    return [((path, "base"), cost * 2)] + [((path, tp), cost * sum(1 for t, _ in time_points(grid) if t == tp))
+                                           for tp in grid["tp"]]
 
 
 def export_part(task) -> dict:
@@ -371,7 +376,7 @@ def join_parts(parts: list[dict]) -> dict:
     """The parts of one spec's export as one data dict (functions and row sets renumbered)."""
     out = _Exported()
     data = None
-    for part in parts:
+    for part in sorted(parts, key=lambda part: "name" not in part):      # the base part first
         fmap, rmap = out.absorb(part.pop("_out"))
         if "variants" in part:
             part["variants"] = {k: {slot: None if i is None else fmap[i] for slot, i in table.items()}
@@ -392,7 +397,7 @@ def join_parts(parts: list[dict]) -> dict:
 
 def export_spec(path: str) -> dict:
     """Everything the page needs about one spec."""
-    return join_parts([export_part(task) for task in _parts(path)])
+    return join_parts([export_part(task) for task, _ in _parts(path)])
 
 
 def _export_base(path, spec, engine, all_variants, grid, out: _Exported) -> dict:
@@ -482,7 +487,8 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     out_dir = Path(out_dir)
     (out_dir / "data").mkdir(parents=True, exist_ok=True)
     spec_paths = sorted(spec_paths)
-    tasks = [task for p in spec_paths for task in _parts(p)]
+    tasks = [task for _, task in sorted(((-cost, task) for p in spec_paths for task, cost in _parts(p)),
+                                        key=lambda t: t[0])]
     if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(jobs) as pool:
             done = list(pool.map(export_part, tasks))
