@@ -582,7 +582,10 @@ const SPECC = (() => {
     if (!here.error && state.H >= 1n) {
       const cx = x(state.H), cy = y(toNumber(here.value));
       root.appendChild(svg("circle", { cx, cy, r: 4.5, class: "current" }));
-      root.appendChild(svg("text", { x: Math.min(cx + 7, W - R - 60), y: Math.max(cy - 7, T + 10), class: "current-label" },
+      // the label left of the point near the right edge, below it near the top, so the curve does not cross it
+      const right = cx > W - R - 80;
+      root.appendChild(svg("text", { x: right ? cx - 7 : cx + 7, y: cy < T + 24 ? cy + 16 : cy - 7,
+                                     "text-anchor": right ? "end" : "start", class: "current-label" },
                            `H = ${separated(state.H)}`));
     }
     figure.appendChild(root);
