@@ -376,8 +376,8 @@ const SPECC = (() => {
     if (table[rowsKey] === null) throw new Error(reason(spec, `time#${vkey}#${state.format}#${rowsKey}`));
     const commFn = spec.comm[vkey][commKey];
     if (commFn === null) throw new Error(reason(spec, `comm#${vkey}#${commKey}`));
-    for (const [field, what] of [["flops", "a bf16 or fp16 peak (flops:)"], ["bandwidth", "a memory bandwidth"]]) {
-      if (device[field] === null) throw new Error(`device '${device.name}' gives no ${what}`);
+    for (const [field, what] of [["flops", "has no bf16 or fp16 rate"], ["bandwidth", "gives no 'bandwidth:'"]]) {
+      if (device[field] === null) throw new Error(`device '${device.name}' ${what}`);
     }
     const [call, step] = table[rowsKey];
     const B = dep.dp > 1n ? _R.ceil(_R.q(batch, dep.dp)) : batch;
