@@ -197,3 +197,41 @@ class TimeQueries:
         ext = a.check_context(model, length)   # the step reads H entries, like decode_read_bytes(H)
         seconds = self._call_seconds(model, a, batch, length, sp.Integer(1))
         return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext)
+
+    def roofline_forms(self, choices: dict, fmt: str | None = None, tp: int = 1, pp: int = 1, ep: int = 1,
+                       act_bytes=2, rows: bool = True) -> dict:
+        """The device-free parts of roofline() for symbolic B, S, P, so that a program (the
+        explorer) can apply any device's peak, bandwidth and link, and any mfu, mbu, itself:
+
+          {"call": [(name, flops, bytes)], "step": [(name, flops, bytes)] or None, "comm": bytes}
+
+        "call" are the rows of a call of P new tokens after S cached ones, "step" those of a
+        decode step (P = 1) when they differ from "call" at P = 1 (a spec whose stores declare
+        `writes:`), "comm" the communication bytes of one device (a call with P = 1 is "comm"
+        at P = 1). A call then takes Σ_rows max(flops / (peak·mfu), bytes / (bandwidth·mbu))
+        + comm / link seconds (max of the two sums with overlap=true), exactly what
+        call_time/ttft/tpot compute. The forms are for one model instance (dp = 1); a
+        deployment with dp instances is the same forms at B = ceil(B/dp): roofline() counts
+        every row of an instance at ceil(B/dp), and the state traffic's ceil(B/(ep·dp))
+        equals ceil(ceil(B/dp)/ep). rows=False answers "comm" alone (no "call", "step")."""
+        from .query_base import _BYTE_RATE, _FLOP_RATE, _Args
+
+        model = self.model(dict(choices))
+        if not rows:
+            dep = Deployment(tp, pp, ep, 1, per_device=True)
+            return {"comm": self._comm_latency_bytes(model, dep, {B: B, S: S, P: P}, sp.Integer(act_bytes), None)}
+        unit_rate = {"flops": Quantity(sp.Integer(1), _FLOP_RATE), "bandwidth": Quantity(sp.Integer(1), _BYTE_RATE),
+                     "link_bandwidth": Quantity(sp.Integer(1), _BYTE_RATE)}
+        values = {"device": "<rates given>", **unit_rate, "tp": sp.Integer(tp), "pp": sp.Integer(pp),
+                  "ep": sp.Integer(ep), "act_bytes": sp.Integer(act_bytes) if act_bytes != 2 else None}
+        if fmt is not None:
+            values["format"] = fmt
+        args = _Args({k: v for k, v in values.items() if v is not None}, None, self, {"symbolic_ok": True})
+        # with rates of 1 FLOP/s, 1 B/s and 1 B/s, a row's seconds are its FLOPs and bytes
+        call_rows, comm, _ = self.roofline(model, args, B, S, P)
+        call = [(r.name, r.flops, r.bytes) for r in call_rows]
+        step = None
+        if model.writes:            # a decode step writes the declared entries, not the growth
+            step_rows, _, _ = self.roofline(model, args, B, S, sp.Integer(1))
+            step = [(r.name, r.flops, r.bytes) for r in step_rows]
+        return {"call": call, "step": step, "comm": comm}

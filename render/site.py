@@ -79,19 +79,74 @@ FIGURES = (
 
 # Deployment degrees are integers the closed forms are built for, not symbols: the
 # per-device figures are exported at every point of this grid (for the default
-# options), and the page offers exactly these degrees. An impossible split (heads
-# not divisible by tp, experts by ep) is exported as unavailable with the engine's message.
-DEPLOYMENT_GRID = {"tp": (1, 2, 4, 8), "pp": (1, 2), "ep": (1, 2, 8)}
+# options; other option combinations at tp = pp = ep = 1), and the page offers exactly
+# these degrees. ep is offered only at degrees that divide a spec's routed-expert counts
+# (a spec without routed experts has ep = 1). dp is any positive integer: a deployment
+# of dp instances is its instance's closed forms at ceil(B/dp) requests. An impossible
+# split (heads not divisible by tp, pp above the layer count) is exported as
+# unavailable with the engine's message.
+DEPLOYMENT_GRID = {"tp": (1, 2, 4, 8, 16), "pp": (1, 2, 4, 8), "ep": (1, 2, 4, 8, 16, 32, 64)}
+# the time figures' rows are exported for tp·ep up to this many devices per pipeline stage
+MAX_TP_EP = 64
 DEPLOYED = (
     Figure("weights_device", "Weights per device", "bytes", "weight_bytes", formatted=True, deployed=True,
            doc="the most loaded device's weights"),
     Figure("state_device", "State per request per device", "bytes", "state_bytes", (("H", "H"),), True, ("H",),
            deployed=True, doc="the most loaded device's share of one request's state at context H"),
 )
+# The time figures (q_time.py's ttft, tpot, throughput) are computed in the page from the
+# roofline's rows exported per (options, format, tp, ep) and its communication bytes per
+# (options, tp, pp, ep); see _time_forms.
+TIME_FIGURES = (
+    Figure("ttft", "Time to first token (TTFT)", "seconds", "ttft", (("P", "P"), ("B", "B")), True, ("P",),
+           doc="the prefill call of P tokens (S = 0), roofline time"),
+    Figure("tpot", "Time per output token (TPOT)", "seconds", "tpot", (("H", "H"), ("B", "B")), True, ("H",),
+           doc="one decode step at context H (S = H, P = 1), roofline time"),
+    Figure("throughput", "Decode throughput", "tokens per second", "throughput", (("H", "H"), ("B", "B")), True,
+           ("H",), doc="B requests' decode tokens per second at context H (B / TPOT)"),
+)
 
 
 def deployment_key(point: dict) -> str:
-    return "&".join(f"{k}={point[k]}" for k in DEPLOYMENT_GRID)
+    return "&".join(f"{k}={point[k]}" for k in DEPLOYMENT_GRID if k in point)
+
+
+def spec_grid(model) -> dict:
+    """The degrees the page offers for a compiled model: DEPLOYMENT_GRID, with ep cut to the
+    degrees that divide every routed-expert count (1 alone without routed experts)."""
+    experts = {int(op.experts) for op in model.ops if op.experts != 1}
+    return {**DEPLOYMENT_GRID, "ep": tuple(e for e in DEPLOYMENT_GRID["ep"]
+                                           if experts and all(n % e == 0 for n in experts)) or (1,)}
+
+
+def merged_rows(rows) -> list[tuple]:
+    """Roofline rows [(name, flops, bytes)] -> fewer rows [(pf, w, pb, wr)] standing for
+    (w·pf, wr·pb) with the same Σ max(flops / p, bytes / q) for every p, q > 0.
+
+    Each row is written w·(pf, r·pb) with w > 0 the positive rational content of its
+    FLOPs (of its bytes when it has no FLOPs) and pf, pb primitive parts; rows with the
+    same (pf, pb, r) add their w, since Σ w_i·max(x, y) = (Σ w_i)·max(x, y). Nothing else
+    is merged: a sum of maxima is not the maximum of sums."""
+    import sympy as sp
+
+    def content(expr):
+        c, prim = sp.sympify(expr).as_content_primitive()
+        return (-c, -prim) if c < 0 else (c, prim)
+
+    groups: dict = {}
+    for _, flops, nbytes in rows:
+        flops, nbytes = sp.sympify(flops), sp.sympify(nbytes)
+        if flops != 0:
+            w, pf = content(flops)
+            cb, pb = content(nbytes) if nbytes != 0 else (sp.Integer(0), sp.Integer(0))
+            key = (pf, pb, cb / w)
+        elif nbytes != 0:
+            w, pb = content(nbytes)
+            key = (sp.Integer(0), pb, sp.Integer(1))
+        else:
+            continue
+        groups[key] = groups.get(key, 0) + w
+    return [(pf, w, pb, w * r) for (pf, pb, r), w in groups.items()]
 
 
 def deployment_args(point: dict) -> dict:
@@ -151,9 +206,9 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
         row = {"name": path.stem, "display_name": str(raw.get("display_name", path.stem)),
                "source": str(raw.get("source", ""))}
         for field, query in (("memory", "device_memory"), ("flops", "device_flops"),
-                             ("bandwidth", "device_bandwidth")):
+                             ("bandwidth", "device_bandwidth"), ("link", "device_link")):
             try:
-                row[field] = _exact(engine.evaluate_text(f"{query}(device={path.stem})").value)
+                row[field] = str(_exact(engine.evaluate_text(f"{query}(device={path.stem})").value))
             except SpecError:
                 row[field] = None        # the datasheet does not give this fact
         row["memory_text"] = str(raw.get("memory", ""))
@@ -161,38 +216,201 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
     return devices
 
 
-def export_spec(path: str) -> dict:
-    """Everything the page needs about one spec (runs in a worker process)."""
+class _Exported:
+    """What one spec's data file accumulates: JavaScript functions (one per distinct
+    closed form), roofline row sets (one per distinct set), and why a figure is
+    unavailable (each distinct message once)."""
+
+    def __init__(self):
+        self.functions: list[str] = []
+        self._source_index: dict[str, int] = {}
+        self._printed: dict = {}      # closed form -> function index: options often leave a figure unchanged
+        self.rowsets: list[list] = []
+        self._rowset_index: dict[str, int] = {}
+        self.messages: list[str] = []
+        self.unavailable: dict[str, int] = {}
+
+    def function_of(self, expr) -> int:
+        from ..compiler import codegen
+
+        if expr not in self._printed:
+            source = codegen.emit(expr, list(SCENARIO_ARGS), "javascript")
+            if source not in self._source_index:
+                self._source_index[source] = len(self.functions)
+                self.functions.append(source)
+            self._printed[expr] = self._source_index[source]
+        return self._printed[expr]
+
+    def rowset_of(self, rows) -> int:
+        """A roofline row set: [[FLOPs function or -1, its factor, bytes function or -1, its factor]]."""
+        # factors as strings: JSON numbers past 2**53 would lose digits in the page
+        table = [[-1 if pf == 0 else self.function_of(pf), str(_exact(w)), -1 if pb == 0 else self.function_of(pb),
+                  str(_exact(wr))] for pf, w, pb, wr in merged_rows(rows)]
+        return self._rowset_index_of(table)
+
+    def _rowset_index_of(self, table: list) -> int:
+        text = json.dumps(table)
+        if text not in self._rowset_index:
+            self._rowset_index[text] = len(self.rowsets)
+            self.rowsets.append(table)
+        return self._rowset_index[text]
+
+    def why(self, key: str, exc: Exception | str) -> None:
+        message = str(exc).splitlines()[0][:300]
+        if message not in self.messages:
+            self.messages.append(message)
+        self.unavailable[key] = self.messages.index(message)
+
+    def absorb(self, other: "_Exported"):
+        """Take another part's functions, row sets and reasons; returns how its function
+        and row-set indices map to this one's."""
+        fmap = []
+        for source in other.functions:
+            if source not in self._source_index:
+                self._source_index[source] = len(self.functions)
+                self.functions.append(source)
+            fmap.append(self._source_index[source])
+        rmap = [self._rowset_index_of([[-1 if pf < 0 else fmap[pf], w, -1 if pb < 0 else fmap[pb], wr]
+                                       for pf, w, pb, wr in table]) for table in other.rowsets]
+        for key, i in other.unavailable.items():
+            self.why(key, other.messages[i])
+        return fmap, rmap
+
+
+def _unavailable_errors():
+    from ..compiler.codegen import CodegenError
+    from ..compiler.patterns import NoClosedForm
+    from ..dsl.errors import SpecError
+
+    return (NoClosedForm, SpecError, CodegenError, ValueError)
+
+
+def _symbolic(engine, text: str):
     import sympy as sp
 
-    from ..compiler import codegen
-    from ..compiler.patterns import NoClosedForm
+    return sp.sympify(engine.evaluate_text(text, "<site>", symbolic_ok=True).value)
+
+
+def _time_forms(engine, spec, work: list[tuple[dict, list]], pps, out: _Exported) -> tuple[dict, dict]:
+    """The roofline at each (options, [(tp, ep), ...]) of `work`, for every format, as row
+    sets: the call's and (when it differs at P = 1) the decode step's; and its communication
+    bytes at every pp of `pps`. The rows do not depend on pp (a call passes every stage in
+    turn: roofline sums all ops) and the communication does not depend on the format."""
+    errors = _unavailable_errors()
+    time, comm = {}, {}
+    for choices, points in work:
+        vkey = variant_key(choices)
+        time.setdefault(vkey, {fmt: {} for fmt in spec.formats})
+        comm.setdefault(vkey, {})
+        for tp, ep in points:
+            for i, fmt in enumerate(spec.formats):
+                key = f"tp={tp}&ep={ep}"
+                try:
+                    forms = engine.roofline_forms(choices, fmt, tp, 1, ep)
+                except errors as exc:
+                    time[vkey][fmt][key] = None
+                    out.why(f"time#{vkey}#{fmt}#{key}", exc)
+                    continue
+                time[vkey][fmt][key] = [out.rowset_of(forms["call"]),
+                                        None if forms["step"] is None else out.rowset_of(forms["step"])]
+                if i == 0:
+                    comm[vkey][f"tp={tp}&pp=1&ep={ep}"] = out.function_of(forms["comm"])
+            for pp in pps:
+                key = f"tp={tp}&pp={pp}&ep={ep}"
+                if pp == 1 and key in comm[vkey]:
+                    continue
+                try:
+                    comm[vkey][key] = out.function_of(engine.roofline_forms(choices, None, tp, pp, ep, rows=False)["comm"])
+                except errors as exc:
+                    comm[vkey][key] = None
+                    out.why(f"comm#{vkey}#{key}", exc)
+    return time, comm
+
+
+def time_points(grid: dict) -> list[tuple[int, int]]:
+    """The (tp, ep) points whose roofline rows are exported for the default options: every
+    pair of the grid with tp·ep <= MAX_TP_EP devices (rows cost a symbolic roofline each)."""
+    return [(tp, ep) for tp in grid["tp"] for ep in grid["ep"] if tp * ep <= MAX_TP_EP]
+
+
+def _parts(path: str) -> list:
+    """The export of one spec in independent pieces (so that worker processes share a
+    big spec): "base", then the default options' time forms one tp at a time."""
     from ..compiler.queries import QueryEngine
     from ..compiler.spec import load_spec
-    from ..dsl.errors import SpecError
-    from ..verify.claims import verify_spec
-    from ..verify.output import as_json
+
+    spec = load_spec(path)
+    model = QueryEngine.shared(spec).model({})
+    grid = spec_grid(model)
+    # a rough cost (ops times the roofline calls of the part), so the workers start with the longest
+    cost = len(model.ops) * len(spec.formats)
+    return [((path, "base"), cost * 2)] + [((path, tp), cost * sum(1 for t, _ in time_points(grid) if t == tp))
+                                           for tp in grid["tp"]]
+
+
+def export_part(task) -> dict:
+    """One piece of a spec's export (see _parts); export_spec joins them."""
+    path, part = task
+    from ..compiler.queries import QueryEngine
+    from ..compiler.spec import load_spec
 
     spec = load_spec(path)
     engine = QueryEngine.shared(spec)
+    all_variants = _variants(spec)
+    grid = spec_grid(engine.model({}))
+    out = _Exported()
+    if part == "base":
+        data = _export_base(path, spec, engine, all_variants, grid, out)
+        # other options: their rows at tp = ep = 1 (every pp)
+        data["time"], data["comm"] = _time_forms(engine, spec, [(c, [(1, 1)]) for c in all_variants[1:]],
+                                                 grid["pp"], out)
+    else:
+        points = [(tp, ep) for tp, ep in time_points(grid) if tp == part]
+        data = {}
+        data["time"], data["comm"] = _time_forms(engine, spec, [(all_variants[0], points)], grid["pp"], out)
+    data["_out"] = out
+    return data
+
+
+def join_parts(parts: list[dict]) -> dict:
+    """The parts of one spec's export as one data dict (functions and row sets renumbered)."""
+    out = _Exported()
+    data = None
+    for part in sorted(parts, key=lambda part: "name" not in part):      # the base part first
+        fmap, rmap = out.absorb(part.pop("_out"))
+        if "variants" in part:
+            part["variants"] = {k: {slot: None if i is None else fmap[i] for slot, i in table.items()}
+                                for k, table in part["variants"].items()}
+            part["deployed"] = {slot: None if i is None else fmap[i] for slot, i in part["deployed"].items()}
+        if data is None:
+            data = {**part, "time": {}, "comm": {}}
+        for vkey, formats in part["time"].items():
+            for fmt, points in formats.items():
+                target = data["time"].setdefault(vkey, {}).setdefault(fmt, {})
+                for key, pair in points.items():
+                    target[key] = None if pair is None else [rmap[pair[0]], None if pair[1] is None else rmap[pair[1]]]
+        for vkey, points in part["comm"].items():
+            data["comm"].setdefault(vkey, {}).update({k: None if i is None else fmap[i] for k, i in points.items()})
+    data.update(unavailable=out.unavailable, messages=out.messages, functions=out.functions, rowsets=out.rowsets)
+    return data
+
+
+def export_spec(path: str) -> dict:
+    """Everything the page needs about one spec."""
+    return join_parts([export_part(task) for task, _ in _parts(path)])
+
+
+def _export_base(path, spec, engine, all_variants, grid, out: _Exported) -> dict:
+    """The figures of every option combination, the per-device figures and the claims."""
+    from ..verify.claims import verify_spec
+    from ..verify.output import as_json
+
     for name in spec.options:
         if name in STATE_KEYS:
             raise ValueError(f"{path}: option '{name}' would collide with the page state key of that name")
-    functions: list[str] = []
-    index: dict[str, int] = {}
-    printed: dict = {}           # closed form -> function index: options often leave a figure unchanged
-
-    def function_of(expr) -> int:
-        if expr not in printed:
-            source = codegen.emit(expr, list(SCENARIO_ARGS), "javascript")
-            if source not in index:
-                index[source] = len(functions)
-                functions.append(source)
-            printed[expr] = index[source]
-        return printed[expr]
-
-    variants, unavailable = {}, {}
-    for choices in _variants(spec):
+    errors = _unavailable_errors()
+    variants = {}
+    for choices in all_variants:
         key = variant_key(choices)
         table = {}
         for fig in FIGURES:
@@ -202,27 +420,25 @@ def export_spec(path: str) -> dict:
                     extra["format"] = fmt
                 slot = fig.id if fmt is None else f"{fig.id}|{fmt}"
                 try:
-                    value = engine.evaluate_text(query_text(fig, None, extra), "<site>", symbolic_ok=True).value
-                    table[slot] = function_of(sp.sympify(value))
-                except (NoClosedForm, SpecError, ValueError) as exc:
+                    table[slot] = out.function_of(_symbolic(engine, query_text(fig, None, extra)))
+                except errors as exc:
                     table[slot] = None
-                    unavailable[f"{key}#{slot}"] = str(exc).splitlines()[0][:300]
+                    out.why(f"{key}#{slot}", exc)
         variants[key] = table
+    model = engine.model({})
     deployed = {}
-    default = variant_key(_variants(spec)[0])
-    for values in itertools.product(*DEPLOYMENT_GRID.values()):
-        point = dict(zip(DEPLOYMENT_GRID, values))
+    default = variant_key(all_variants[0])
+    for values in itertools.product(*grid.values()):
+        point = dict(zip(grid, values))
         for fig in DEPLOYED:
             for fmt in (spec.formats if fig.formatted else [None]):
                 extra = {**deployment_args(point), **({"format": fmt} if fmt else {})}
                 slot = f"{fig.id}|{fmt}|{deployment_key(point)}" if fmt else f"{fig.id}|{deployment_key(point)}"
                 try:
-                    value = engine.evaluate_text(query_text(fig, None, extra), "<site>", symbolic_ok=True).value
-                    deployed[slot] = function_of(sp.sympify(value))
-                except (NoClosedForm, SpecError, ValueError) as exc:
+                    deployed[slot] = out.function_of(_symbolic(engine, query_text(fig, None, extra)))
+                except errors as exc:
                     deployed[slot] = None
-                    unavailable[f"{default}#{slot}"] = str(exc).splitlines()[0][:300]
-    model = engine.model({})
+                    out.why(f"{default}#{slot}", exc)
     claims = json.loads(as_json(verify_spec(spec)))
     return {
         "name": Path(path).stem, "model": spec.model, "path": str(path),
@@ -231,8 +447,8 @@ def export_spec(path: str) -> dict:
                     for n, o in spec.options.items()],
         "formats": [{"name": f, "default": f == spec.default_format, "doc": getattr(spec.formats[f], "doc", "") or ""}
                     for f in spec.formats],
-        "has_state": any(True for _ in spec.stores),
-        "variants": variants, "unavailable": unavailable, "functions": functions, "deployed": deployed,
+        "has_state": any(True for _ in spec.stores), "grid": grid, "time_points": time_points(grid),
+        "variants": variants, "deployed": deployed,
         "claims": claims["claims"], "summary": claims["summary"],
     }
 
@@ -271,11 +487,14 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     out_dir = Path(out_dir)
     (out_dir / "data").mkdir(parents=True, exist_ok=True)
     spec_paths = sorted(spec_paths)
-    if jobs > 1 and len(spec_paths) > 1:
+    tasks = [task for _, task in sorted(((-cost, task) for p in spec_paths for task, cost in _parts(p)),
+                                        key=lambda t: t[0])]
+    if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(jobs) as pool:
-            exported = list(pool.map(export_spec, spec_paths))
+            done = list(pool.map(export_part, tasks))
     else:
-        exported = [export_spec(p) for p in spec_paths]
+        done = [export_part(task) for task in tasks]
+    exported = [join_parts([d for task, d in zip(tasks, done) if task[0] == p]) for p in spec_paths]
     written = []
     index = []
     for data in exported:
@@ -288,6 +507,7 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     site = {"specs": index, "devices": export_devices(engine, hardware),
             "figures": [asdict(f) for f in FIGURES], "byte_units": _byte_units(),
             "deployed_figures": [asdict(f) for f in DEPLOYED], "deployment_grid": DEPLOYMENT_GRID,
+            "time_figures": [asdict(f) for f in TIME_FIGURES], "max_tp_ep": MAX_TP_EP,
             # the page offers deployment controls only when some spec answers some grid point past (1, 1, 1)
             "deployment": any(i is not None for d in exported for k, i in d["deployed"].items()
                               if not k.endswith(deployment_key({k2: 1 for k2 in DEPLOYMENT_GRID}))),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from fractions import Fraction
 import random
 import shutil
 from pathlib import Path
@@ -47,17 +48,90 @@ def test_exported_functions_agree_with_the_engine(tmp_path):
     """The printed JavaScript is checked in the browser; here the export's
     bookkeeping: every variant names a function for every available figure,
     unavailable ones say why."""
-    data = S.export_spec(str(REPO / "specs" / "deepseek_v41.yaml"))
+    data = S.join_parts([S.export_part((str(REPO / "specs" / "deepseek_v41.yaml"), "base"))])
     assert set(data["variants"]) == {"mode=ced", "mode=reference"}
     for key, table in data["variants"].items():
         for slot, index in table.items():
             assert index is None or 0 <= index < len(data["functions"])
             if index is None:
-                assert data["unavailable"][f"{key}#{slot}"]
+                assert data["messages"][data["unavailable"][f"{key}#{slot}"]]
+    # the other options' time rows: at tp = ep = 1, a call and a decode step (v4.1's stores declare writes:)
+    call, step = data["time"]["mode=reference"]["production"]["tp=1&ep=1"]
+    assert call != step and all(len(row) == 4 for row in data["rowsets"][call])
+    assert set(data["comm"]["mode=reference"]) == {f"tp=1&pp={pp}&ep=1" for pp in S.DEPLOYMENT_GRID["pp"]}
     assert data["variants"]["mode=ced"]["prefill_flops"] is not None
     assert all(src.startswith("function") for src in data["functions"])
     # the claims table is specc verify's JSON
     assert data["claims"] and {"id", "source", "verdict", "eval"} <= set(data["claims"][0])
+
+
+def _roofline_seconds(engine, choices, fmt, dep, device, batch, cached, new, mfu=1, mbu=1, overlap=False):
+    """What the page computes, in Python: the merged rows of roofline_forms at
+    B = ceil(B/dp), the device's rates, mfu and mbu."""
+    import math
+    from fractions import Fraction
+
+    import sympy as sp
+
+    from specc.compiler import symbols as sym
+
+    forms = engine.roofline_forms(choices, fmt, dep["tp"], dep["pp"], dep["ep"])
+    rows = forms["step"] if new == 1 and forms["step"] is not None else forms["call"]
+    at = {sym.B: math.ceil(Fraction(batch, dep["dp"])), sym.S: cached, sym.P: new}
+    rate = {q: Fraction(str(engine.evaluate_text(f"{q}(device={device})").value))
+            for q in ("device_flops", "device_bandwidth", "device_link")}
+    peak, bandwidth = rate["device_flops"] * Fraction(mfu), rate["device_bandwidth"] * Fraction(mbu)
+    value = lambda expr: Fraction(str(sp.sympify(expr).xreplace(at)))   # noqa: E731
+    compute = sum((max(value(w * f) / peak, value(v * g) / bandwidth) for f, w, g, v in S.merged_rows(rows)),
+                  Fraction(0))
+    comm = value(forms["comm"]) / rate["device_link"]
+    return max(compute, comm) if overlap else compute + comm
+
+
+@pytest.mark.parametrize("name,choices,fmt,dep,device,scenario,rates", [
+    ("llama2_7b", {}, "int4", {"tp": 2, "pp": 2, "ep": 1, "dp": 3}, "a100_80gb", (7, 4096, 1), (Fraction(4, 5), 1, False)),
+    ("qwen36_35b_a3b", {}, None, {"tp": 1, "pp": 1, "ep": 8, "dp": 5}, "h100_sxm", (33, 0, 1000), (1, Fraction(1, 3), True)),
+    ("deepseek_v41", {"mode": "reference"}, "production", {"tp": 1, "pp": 4, "ep": 1, "dp": 2}, "b200", (9, 70000, 1),
+     (1, 1, False)),
+    ("deepseek_v41", {}, None, {"tp": 2, "pp": 1, "ep": 16, "dp": 1}, "h200", (5, 0, 1), (Fraction(1, 2), 1, False)),
+])
+def test_page_time_arithmetic_is_the_engines(name, choices, fmt, dep, device, scenario, rates):
+    """The page's rule (merged rows at ceil(B/dp), comm by the link) equals call_time with dp,
+    mfu, mbu and overlap; the decode step uses the step rows (specs with writes:)."""
+    from specc.compiler.queries import QueryEngine
+    from specc.compiler.spec import load_spec
+
+    engine = QueryEngine.shared(load_spec(REPO / "specs" / f"{name}.yaml"))
+    batch, cached, new = scenario
+    mfu, mbu, overlap = rates
+    args = [f"B={batch}", f"S={cached}", f"P={new}", f"device={device}", f"mfu={mfu}", f"mbu={mbu}",
+            f"overlap={'true' if overlap else 'false'}", *(f"{k}={v}" for k, v in dep.items()),
+            *(f"{k}={v}" for k, v in choices.items()), *([f"format={fmt}"] if fmt else [])]
+    expected = engine.evaluate_text(f"call_time({', '.join(args)}, extrapolate=true)").value
+    assert _roofline_seconds(engine, choices, fmt, dep, device, batch, cached, new, mfu, mbu, overlap) \
+        == Fraction(str(expected))
+
+
+def test_roofline_rows_do_not_depend_on_pp(v41_engine):
+    """The export keeps one row set per (tp, ep) for every pp: roofline sums every stage's ops."""
+    one, four = v41_engine.roofline_forms({}, None, 2, 1, 4), v41_engine.roofline_forms({}, None, 2, 4, 4)
+    assert one["call"] == four["call"] and one["step"] == four["step"] and one["comm"] != four["comm"]
+
+
+def test_merged_rows_keep_the_sum_of_maxima():
+    import sympy as sp
+
+    from specc.compiler import symbols as sym
+
+    b, s, p_ = sym.B, sym.S, sym.P
+    rows = [("a", 2 * b * p_, 6 * b), ("b", 3 * b * p_, 9 * b), ("c", 4 * b * p_, 6 * b), ("d", 0, 5 * s),
+            ("e", 0, 7 * s), ("f", b, 0)]
+    merged = S.merged_rows(rows)
+    assert len(merged) == 4                     # a+b (proportional), c, d+e (bytes only), f
+    at = {b: 3, s: 11, p_: 5}
+    for p, q in ((1, 1), (3, 1), (1, 7), (sp.Rational(5, 2), 2)):
+        total = sum(sp.Max(sp.sympify(f).xreplace(at) / p, sp.sympify(b).xreplace(at) / q) for _, f, b in rows)
+        assert total == sum(sp.Max((w * f).xreplace(at) / p, (v * g).xreplace(at) / q) for f, w, g, v in merged)
 
 
 def test_byte_units_are_the_dsl_table():
@@ -116,11 +190,13 @@ def _specc_eval(spec_path: str, queries: list[str]) -> list[dict]:
     return json.loads(result.output)
 
 
-def _check_page(browser, spec_path: str, seen: set | None = None) -> int:
+def _check_page(browser, spec_path: str, seen: set | None = None, log: list | None = None) -> int:
     """Every figure with a value equals specc eval --json of its query; returns how many."""
     shown = [f for f in _figures(browser) if f["value"] is not None]
     if seen is not None:
         seen.update(f["figure"] for f in shown)
+    if log is not None:
+        log.extend(shown)
     assert shown, "the page shows no figure"
     unique = {f["query"]: f for f in shown}
     answers = _specc_eval(spec_path, list(unique))
@@ -171,10 +247,21 @@ def _random_setting(rng: random.Random, spec_path: str, memory_override: bool = 
     params["workspace"] = rng.choice(["0 B", "2 GiB", "1.5 GB", "512 MiB", "3 GB"])
     if memory_override and rng.random() < 0.3:
         params["memory"] = rng.choice(["24GB", "80 GB", "16 GiB", "141 GB", "192GiB"])
-    if memory_override and rng.random() < 0.5:          # the engine has deployment queries too
-        for key, values in S.DEPLOYMENT_GRID.items():
-            params[key] = rng.choice(values)
-        params["dp"] = rng.choice([1, 1, 2, 3])
+    if memory_override and rng.random() < 0.6:          # the engine has deployment queries too
+        grid = S.spec_grid(QueryEngine.shared(spec).model({}))
+        params["tp"], params["ep"] = rng.choice(S.time_points(grid) if rng.random() < 0.9 else
+                                                [(t, e) for t in grid["tp"] for e in grid["ep"]])
+        params["pp"] = rng.choice(grid["pp"])
+        params["dp"] = rng.choice([1, 1, 2, 3, 5])
+        if rng.random() < 0.7:                           # the time rows of tp, ep > 1 are the default options'
+            for name in spec.options:
+                params.pop(name, None)
+    if rng.random() < 0.5:
+        params["mfu"] = rng.choice(["1", "0.5", "0.8", "1/3", "0.37"])
+    if rng.random() < 0.5:
+        params["mbu"] = rng.choice(["1", "0.6", "0.85", "2/3"])
+    if rng.random() < 0.2:
+        params["overlap"] = "true"
     return params
 
 
@@ -198,17 +285,36 @@ def test_must_show_v41_prefill_flops(browser, built_site):
 
 
 @needs_browser
+def test_time_figures_and_the_tpot_chart(browser, built_site):
+    _open(browser, built_site, "spec=qwen3_8b&device=h100_sxm&H=8192&B=4&tp=2&mbu=0.8")
+    el = browser.find_element("css selector", "#time-figures [data-figure=tpot]")
+    assert el.get_attribute("data-query") == "tpot(H=8192, B=4, device=h100_sxm, tp=2, mbu=0.8)"
+    assert " ms" in el.text and "tokens/s" in browser.find_element("id", "time-figures").text
+    _check_page(browser, str(REPO / "specs" / "qwen3_8b.yaml"))
+    # TPOT against the context, on a log axis, with the current point marked
+    charts = browser.find_elements("css selector", "#charts figure.chart")
+    tpot = [c for c in charts if "Time per output token" in c.text]
+    assert len(charts) == 3 and len(tpot) == 1
+    assert tpot[0].find_elements("css selector", "circle.current") and "log scale" in tpot[0].text
+    # the README's figure: Llama-2-7B on an A100 80GB, one request at 4,096 tokens
+    _open(browser, built_site, "spec=llama2_7b&device=a100_80gb&H=4096&B=1")
+    el = browser.find_element("css selector", "#time-figures [data-figure=tpot]")
+    assert el.get_attribute("data-value") == "6001056/796484375"
+    assert not _severe(browser)
+
+
+@needs_browser
 def test_fifty_random_settings_agree_with_specc_eval(browser, built_site):
     rng = random.Random(20261201)
     memory_override = _engine_takes_memory()
     checked = 0
-    specs_seen, figures_seen = set(), set()
+    specs_seen, figures_seen, shown = set(), set(), []
     for i in range(52):
         spec_path = SHIPPED[i % len(SHIPPED)] if i < len(SHIPPED) else rng.choice(SHIPPED)
         params = _random_setting(rng, spec_path, memory_override)
         _open(browser, built_site, params)
         assert browser.find_element("id", "errors").get_attribute("hidden"), (params, browser.find_element("id", "errors").text)
-        checked += _check_page(browser, spec_path, figures_seen)
+        checked += _check_page(browser, spec_path, figures_seen, shown)
         specs_seen.add(spec_path)
         assert not _severe(browser), (params, _severe(browser))
     assert specs_seen == set(SHIPPED)
@@ -216,6 +322,12 @@ def test_fifty_random_settings_agree_with_specc_eval(browser, built_site):
     if memory_override:
         assert {f.id for f in S.DEPLOYED} | {"h_max"} <= figures_seen
     assert checked >= 52 * 10
+    # the time figures, on deployments past one device and at mfu/mbu below the peak
+    timed = [f for f in shown if f["figure"] in {t.id for t in S.TIME_FIGURES}]
+    assert {t.id for t in S.TIME_FIGURES} <= figures_seen and len(timed) >= 52
+    assert sum(1 for f in timed if any(f"{k}=" in f["query"] for k in ("tp", "pp", "ep", "dp"))) >= 20
+    assert sum(1 for f in timed if "mfu=" in f["query"] or "mbu=" in f["query"]) >= 15
+    print(f"{checked} values compared, {len(timed)} of them time figures")
 
 
 @needs_browser
@@ -239,10 +351,11 @@ def test_url_restores_the_state_and_follows_the_controls(browser, built_site):
 
 @needs_browser
 def test_bad_url_values_are_reported_not_thrown(browser, built_site):
-    _open(browser, built_site, "spec=qwen3_8b&H=-5&workspace=2 parsecs&head=sideways")
+    _open(browser, built_site, "spec=qwen3_8b&H=-5&workspace=2 parsecs&head=sideways&mfu=1.5&mbu=zero&tp=3&ep=2")
     errors = browser.find_element("id", "errors")
     assert not errors.get_attribute("hidden")
     assert "H=-5" in errors.text and "parsecs" in errors.text and "sideways" in errors.text
+    assert "mfu=1.5" in errors.text and "mbu=zero" in errors.text and "tp=3" in errors.text and "ep=2" in errors.text
     assert not _severe(browser)
 
 

@@ -68,7 +68,18 @@ const SPECC = (() => {
     return "";
   }
 
+  // seconds as milliseconds, rates as tokens/s: the exact value stays in data-value and the note
+  function showRate(v, unit) {
+    const x = toNumber(v);
+    const digits = { maximumSignificantDigits: 5 };
+    const main = unit === "seconds" ? `≈ ${(x * 1000).toLocaleString("en-US", digits)} ms`
+      : `≈ ${x.toLocaleString("en-US", { maximumFractionDigits: x >= 100 ? 1 : 4 })} tokens/s`;
+    const exact = isInt(v) ? separated(v) : `${v.n}/${v.d}`;
+    return { main, note: `exactly ${exact} ${unit === "seconds" ? "seconds" : "tokens per second"}` };
+  }
+
   function showValue(v, unit) {
+    if (unit === "seconds" || unit === "tokens per second") return showRate(v, unit);
     const words = { bytes: "bytes", FLOPs: "FLOPs", parameters: "parameters", "bytes per token": "bytes per token",
                     requests: "requests", tokens: "tokens" }[unit] || unit;
     if (isInt(v)) {
@@ -83,8 +94,22 @@ const SPECC = (() => {
   // ------------------------------------------------------------ state and the URL
   const state = { spec: null, device: null, memory: "", workspace: "0 B", format: null, options: {},
                   B: DEFAULTS.B, S: DEFAULTS.S, P: DEFAULTS.P, G: DEFAULTS.G, H: DEFAULTS.H,
-                  tp: 1n, pp: 1n, ep: 1n, dp: 1n };
+                  tp: 1n, pp: 1n, ep: 1n, dp: 1n, mfu: "1", mbu: "1", overlap: false };
   const DEGREES = ["tp", "pp", "ep", "dp"];
+  const RATES = ["mfu", "mbu"];
+
+  // a fraction of the peak in (0, 1]: "0.8", "1", "1/3" -> exact rational (the engine's mfu=/mbu=)
+  function parseFraction(key, text) {
+    const s = String(text).trim();
+    const m = /^([0-9]+)(?:\.([0-9]+))?$/.exec(s) || /^([0-9]+)\/([1-9][0-9]*)$/.exec(s);
+    let value = null;
+    if (m && s.includes("/")) value = _R.q(BigInt(m[1]), BigInt(m[2]));
+    else if (m) value = _R.q(BigInt(m[1] + (m[2] || "")), 10n ** BigInt((m[2] || "").length));
+    if (value === null || _R.cmp(value, 0n) <= 0 || _R.cmp(value, 1n) > 0) {
+      throw new Error(`${key}=${s} is not a fraction of the peak in (0, 1] (e.g. ${key}=0.5)`);
+    }
+    return value;
+  }
   const problems = [];
 
   function readURL() {
@@ -112,6 +137,16 @@ const SPECC = (() => {
       else if (!site.deployment) problems.push(`this site has no per-device figures (${key}=${raw})`);
       else problems.push(`${key}=${raw} is not offered (${offered ? offered.join(", ") : "an integer ≥ 1"})`);
     }
+    for (const key of RATES) {
+      const raw = q.get(key);
+      if (raw === null) continue;
+      try { parseFraction(key, raw); state[key] = raw.trim(); } catch (e) { problems.push(e.message); }
+    }
+    const overlap = q.get("overlap");
+    if (overlap !== null) {
+      if (overlap === "true" || overlap === "false") state.overlap = overlap === "true";
+      else problems.push(`overlap=${overlap} is not true or false`);
+    }
     state.format = q.get("format");
     state.urlOptions = {};
     for (const [k, v] of q.entries()) state.urlOptions[k] = v;
@@ -130,6 +165,8 @@ const SPECC = (() => {
     q.set("workspace", state.workspace);
     for (const key of SCENARIO) q.set(key, state[key].toString());
     if (site.deployment) for (const key of DEGREES) q.set(key, state[key].toString());
+    for (const key of RATES) q.set(key, state[key]);
+    if (state.overlap) q.set("overlap", "true");
     const search = "?" + q.toString();
     $("share-link").href = search;
     try { history.replaceState(null, "", search); } catch (e) { /* some file:// hosts refuse; the link still works */ }
@@ -155,6 +192,8 @@ const SPECC = (() => {
   }
 
   // ------------------------------------------------------------ figures
+  // why the export has no closed form for a slot (the engine's message), or undefined
+  const reason = (spec, key) => (key in spec.unavailable ? spec.messages[spec.unavailable[key]] : undefined);
   const variantKey = (options) => Object.keys(options).sort().map((k) => `${k}=${options[k]}`).join("&");
 
   function extras(spec, fig) {
@@ -183,7 +222,7 @@ const SPECC = (() => {
     const query = `${fig.query}(${parts.join(", ")})`;
     const index = table[slot];
     if (index === null || index === undefined) {
-      return { fig, query, error: spec.unavailable[`${key}#${slot}`] || "not available for this spec" };
+      return { fig, query, error: reason(spec, `${key}#${slot}`) || "not available for this spec" };
     }
     try {
       return { fig, query, extrapolated, value: entry.fns[index](args.B, args.S, args.P, args.G, args.H) };
@@ -234,7 +273,7 @@ const SPECC = (() => {
     const slot = fig.formatted ? `${fig.id}|${state.format}|${dep.key}` : `${fig.id}|${dep.key}`;
     const index = spec.deployed[slot];
     if (index === null || index === undefined) {
-      return { fig, query, error: spec.unavailable[`${variantKey(state.options)}#${slot}`] || "not exported for this deployment" };
+      return { fig, query, error: reason(spec, `${variantKey(state.options)}#${slot}`) || "not exported for this deployment" };
     }
     const v = Object.fromEntries(SCENARIO.map((k) => [k, 0n]));
     for (const [arg, value] of args) v[arg] = value;
@@ -317,6 +356,78 @@ const SPECC = (() => {
     }
   }
 
+  // ------------------------------------------------------------ time (q_time.py's roofline)
+  // A call of P new tokens after S cached takes, on one device of one instance,
+  //   Σ_rows max(FLOPs / (peak·mfu), bytes / (bandwidth·mbu)) + comm bytes / link
+  // (max of the two terms with overlap=true). The rows and the communication bytes are the
+  // exported closed forms of the instance (dp = 1) at B = ceil(B/dp); a row [f, w, g, v]
+  // stands for (w·f(B, S, P), v·g(B, S, P)), f or g -1 for zero.
+  function rooflineSeconds(entry, device, batch, cached, fresh) {
+    const spec = entry.data;
+    const dep = deployment();
+    const vkey = variantKey(state.options);
+    const rowsKey = `tp=${dep.tp}&ep=${dep.ep}`, commKey = `tp=${dep.tp}&pp=${dep.pp}&ep=${dep.ep}`;
+    const table = (spec.time[vkey] || {})[state.format] || {};
+    if (!(rowsKey in table) || !(commKey in (spec.comm[vkey] || {}))) {
+      const isDefault = spec.options.every((o) => state.options[o.name] === o.default);
+      throw new Error(isDefault ? `time figures are exported for tp·ep up to ${site.max_tp_ep} devices; ask specc eval`
+        : "time figures for options other than the defaults are exported at tp = ep = 1; ask specc eval");
+    }
+    if (table[rowsKey] === null) throw new Error(reason(spec, `time#${vkey}#${state.format}#${rowsKey}`));
+    const commFn = spec.comm[vkey][commKey];
+    if (commFn === null) throw new Error(reason(spec, `comm#${vkey}#${commKey}`));
+    for (const [field, what] of [["flops", "has no bf16 or fp16 rate"], ["bandwidth", "gives no 'bandwidth:'"]]) {
+      if (device[field] === null) throw new Error(`device '${device.name}' ${what}`);
+    }
+    const [call, step] = table[rowsKey];
+    const B = dep.dp > 1n ? _R.ceil(_R.q(batch, dep.dp)) : batch;
+    const at = (index) => entry.fns[index](B, cached, fresh, 0n, 0n);
+    const peak = _R.mul(parseExact(device.flops), parseFraction("mfu", state.mfu));
+    const bandwidth = _R.mul(parseExact(device.bandwidth), parseFraction("mbu", state.mbu));
+    let compute = 0n;
+    for (const [f, w, g, v] of spec.rowsets[fresh === 1n && step !== null ? step : call]) {
+      const flops = f < 0 ? 0n : _R.mul(parseExact(w), at(f));
+      const bytes = g < 0 ? 0n : _R.mul(parseExact(v), at(g));
+      compute = _R.add(compute, _R.max(_R.q(flops, peak), _R.q(bytes, bandwidth)));
+    }
+    const comm = at(commFn);
+    let commSeconds = 0n;
+    if (_R.cmp(comm, 0n) !== 0) {
+      if (device.link === null) throw new Error(`device '${device.name}' gives no 'link:' bandwidth`);
+      commSeconds = _R.q(comm, parseExact(device.link));
+    }
+    return state.overlap ? _R.max(compute, commSeconds) : _R.add(compute, commSeconds);
+  }
+
+  // one time figure (ttft, tpot, throughput) at the page state, or with the scenario values of `at`
+  function evaluateTime(entry, fig, device, at) {
+    const spec = entry.data;
+    const values = { ...state, ...(at || {}) };
+    const args = Object.fromEntries(fig.args.map(([arg, src]) => [arg, typeof src === "string" ? values[src] : BigInt(src)]));
+    let context = BigInt(fig.context_offset);
+    for (const a of fig.context) context += args[a];
+    const extrapolated = spec.max_context !== null && context > BigInt(spec.max_context);
+    const dep = deployment();
+    const parts = fig.args.map(([arg]) => `${arg}=${args[arg]}`);
+    parts.push(`device=${device.name}`, ...dep.args);
+    for (const key of RATES) if (state[key] !== "1") parts.push(`${key}=${state[key]}`);
+    if (state.overlap) parts.push("overlap=true");
+    parts.push(...extras(spec, fig));
+    if (extrapolated) parts.push("extrapolate=true");
+    const query = `${fig.query}(${parts.join(", ")})`;
+    try {
+      let value;
+      if (fig.id === "ttft") value = rooflineSeconds(entry, device, args.B, 0n, args.P);
+      else {
+        const seconds = rooflineSeconds(entry, device, args.B, args.H, 1n);
+        value = fig.id === "tpot" ? seconds : _R.q(args.B, seconds);
+      }
+      return { fig, query, extrapolated, value };
+    } catch (e) {
+      return { fig, query, error: e.message };
+    }
+  }
+
   function figureElement(result, compact) {
     const el = document.createElement(compact ? "span" : "div");
     el.className = compact ? "figure inline" : "figure";
@@ -377,7 +488,9 @@ const SPECC = (() => {
       row.className = "bar-row" + (device.name === state.device ? " selected" : "");
       const name = document.createElement("div");
       name.className = "bar-name";
-      name.textContent = `${device.display_name} (${device.memory_text || showValue(memory, "bytes").main})`;
+      // the memory as a person reads it (e.g. "80 GiB"); the exact bytes, with separators, on hover
+      name.textContent = `${device.display_name} (${approx(memory, "bytes") || showValue(memory, "bytes").main})`;
+      name.title = `${showValue(memory, "bytes").main}${device.name === state.device && state.memory ? " (memory=)" : ""}`;
       row.appendChild(name);
       const bar = document.createElement("div");
       bar.className = "bar";
@@ -418,7 +531,8 @@ const SPECC = (() => {
   }
   const shortCount = (x) => (x >= 2 ** 20 ? `${x / 2 ** 20}M` : x >= 1024 ? `${x / 1024}K` : `${x}`);
 
-  function chart(entry, fig, title) {
+  // a curve against the context length H: at(h) gives the figure at H = h, here at the page's H
+  function chart(entry, fig, title, at, here) {
     const spec = entry.data;
     const top = spec.max_context ? Math.max(spec.max_context, Number(state.H)) : Math.max(2 ** 20, Number(state.H));
     const kmax = Math.ceil(Math.log2(Math.max(2, top)));
@@ -426,17 +540,19 @@ const SPECC = (() => {
     for (let i = 0; i <= kmax * 4; i++) {
       const h = BigInt(Math.round(2 ** (i / 4)));
       if (points.length && points[points.length - 1][0] === h) continue;
-      const r = evaluate(entry, fig, { H: h });
+      const r = at(h);
       if (!r.error) points.push([h, toNumber(r.value)]);
     }
-    const here = evaluate(entry, fig);
     const figure = document.createElement("figure");
     figure.className = "chart";
     const caption = document.createElement("figcaption");
     caption.textContent = title;
     figure.appendChild(caption);
     if (!points.length) {
-      figure.appendChild(document.createTextNode("not available for this spec"));
+      const why = document.createElement("p");
+      why.className = "hint";
+      why.textContent = `not available: ${here.error || "for this spec"}`;
+      figure.appendChild(why);
       return figure;
     }
     const W = 360, Hh = 220, L = 64, R = 12, T = 12, Bm = 36;
@@ -456,8 +572,9 @@ const SPECC = (() => {
     for (let i = 0; i <= 4; i++) {
       const v = (ymax * i) / 4;
       root.appendChild(svg("line", { x1: L - 4, y1: y(v), x2: W - R, y2: y(v), class: "grid" }));
-      const label = fig.unit === "bytes" ? (approx(BigInt(Math.round(v)), "bytes") || `${Math.round(v)} B`)
-        : (approx(BigInt(Math.round(v)), fig.unit) || round3(v));
+      const label = fig.unit === "seconds" ? `${round3(v * 1000)} ms`
+        : fig.unit === "bytes" ? (approx(BigInt(Math.round(v)), "bytes") || `${Math.round(v)} B`)
+          : (approx(BigInt(Math.round(v)), fig.unit) || round3(v));
       root.appendChild(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" }, label));
     }
     const d = points.map((p, i) => `${i ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
@@ -465,7 +582,10 @@ const SPECC = (() => {
     if (!here.error && state.H >= 1n) {
       const cx = x(state.H), cy = y(toNumber(here.value));
       root.appendChild(svg("circle", { cx, cy, r: 4.5, class: "current" }));
-      root.appendChild(svg("text", { x: Math.min(cx + 7, W - R - 60), y: Math.max(cy - 7, T + 10), class: "current-label" },
+      // the label left of the point near the right edge, below it near the top, so the curve does not cross it
+      const right = cx > W - R - 80;
+      root.appendChild(svg("text", { x: right ? cx - 7 : cx + 7, y: cy < T + 24 ? cy + 16 : cy - 7,
+                                     "text-anchor": right ? "end" : "start", class: "current-label" },
                            `H = ${separated(state.H)}`));
     }
     figure.appendChild(root);
@@ -536,6 +656,24 @@ const SPECC = (() => {
     fillSelect($("format"), spec.formats.map((f) => [f.name, f.name + (f.doc ? ` — ${f.doc}` : "")]), state.format);
     const top = spec.max_context || 2 ** 20;
     $("H-slider").max = String(Math.ceil(Math.log2(top)));
+    if (site.deployment) degreeChoices(spec, fromURL);
+  }
+
+  // the degrees this spec's data offers (ep only at degrees that divide its expert counts)
+  function degreeChoices(spec, fromURL) {
+    for (const key of ["tp", "pp", "ep"]) {
+      const offered = spec.grid[key].map(String);
+      if (!offered.includes(state[key].toString())) {
+        if (fromURL) problems.push(`${key}=${state[key]} is not offered for ${spec.name} (${offered.join(", ")})`);
+        state[key] = 1n;
+      }
+      fillSelect($(key), offered.map((v) => [v, v]), state[key].toString());
+    }
+    const experts = spec.grid.ep.length > 1 ? `ep ${spec.grid.ep.join(", ")} (the degrees that divide the routed experts)`
+      : "ep 1 (no routed experts to split)";
+    $("deployment-note").textContent = `Offered: tp ${spec.grid.tp.join(", ")}; pp ${spec.grid.pp.join(", ")}; ` +
+      `${experts}; dp any whole number. Time figures: tp·ep up to ${site.max_tp_ep} devices` +
+      (spec.options.length ? "; with options other than the defaults only at tp = ep = 1, and per-device memory only at tp = pp = ep = 1." : ".");
   }
 
   function syncInputs() {
@@ -545,6 +683,8 @@ const SPECC = (() => {
     $("spec").value = state.spec;
     $("device").value = state.device;
     if (site.deployment) for (const key of DEGREES) $(key).value = state[key].toString();
+    for (const key of RATES) $(key).value = state[key];
+    $("overlap").checked = state.overlap;
     const k = state.H >= 1n ? Math.round(Math.log2(Number(state.H))) : 0;
     $("H-slider").value = String(k);
     $("H-slider-value").textContent = `${separated(state.H)} tokens`;
@@ -599,6 +739,20 @@ const SPECC = (() => {
         box.appendChild(input);
       }
     }
+    for (const key of RATES) {
+      $(key).addEventListener("change", () => {
+        try {
+          parseFraction(key, $(key).value);
+          $(key).setAttribute("aria-invalid", "false");
+          state[key] = $(key).value.trim();
+          update();
+        } catch (e) {
+          $(key).setAttribute("aria-invalid", "true");
+          showProblems([e.message]);
+        }
+      });
+    }
+    $("overlap").addEventListener("change", () => { state.overlap = $("overlap").checked; update(); });
     for (const key of ["memory", "workspace"]) {
       $(key).addEventListener("change", () => {
         const raw = $(key).value.trim();
@@ -646,12 +800,27 @@ const SPECC = (() => {
     if (plan.dep.sharded) capacityCards.unshift(figureElement(plan.weights, false), figureElement(plan.one, false));
     const anchor = box.children[3] || null;
     for (const card of capacityCards) box.insertBefore(card, anchor);
+    const times = {};
+    const timeBox = $("time-figures");
+    timeBox.textContent = "";
+    for (const fig of site.time_figures) {
+      times[fig.id] = evaluateTime(entry, fig, device);
+      timeBox.appendChild(figureElement(times[fig.id], false));
+    }
+    $("time-title").textContent = `How fast on ${device.display_name}` +
+      (deployment().trivial ? "" : ` (${deployment().args.join(", ")})`);
     bars(entry, plan);
     const charts = $("charts");
     charts.textContent = "";
     const byId = Object.fromEntries(site.figures.map((f) => [f.id, f]));
-    charts.appendChild(chart(entry, byId.state_request, "State per request against context length"));
-    charts.appendChild(chart(entry, byId.decode_read_bytes, "Bytes one decode step reads against context length"));
+    const evaluator = (fig) => [(h) => evaluate(entry, fig, { H: h }), evaluate(entry, fig)];
+    charts.appendChild(chart(entry, byId.state_request, "State per request against context length",
+                             ...evaluator(byId.state_request)));
+    const tpot = site.time_figures.find((f) => f.id === "tpot");
+    charts.appendChild(chart(entry, tpot, `Time per output token on ${device.display_name} against context length`,
+                             (h) => evaluateTime(entry, tpot, device, { H: h }), times.tpot));
+    charts.appendChild(chart(entry, byId.decode_read_bytes, "Bytes one decode step reads against context length",
+                             ...evaluator(byId.decode_read_bytes)));
     claims(entry);
     $("report-link").hidden = !site.docs;
     $("report-link").href = `docs/${spec.name}/report.html`;
