@@ -334,8 +334,16 @@ def emit(expr, args: list[str], target: str = "python", name: str = "f", shared:
     lets = []
     if shared is None:
         shared = target != "python"
+    replacements = None
     if shared and expr.count_ops() > 8:
-        replacements, (reduced,) = sp.cse(expr, symbols=sp.numbered_symbols("_t"), optimizations=None)
+        try:
+            replacements, (reduced,) = sp.cse(expr, symbols=sp.numbered_symbols("_t"), optimizations=None)
+        except RecursionError:
+            # sympy's cse rebuilds each Piecewise with evaluation, and a Piecewise nested
+            # in another's condition can re-enter Piecewise.eval without end: printing
+            # without shared sub-expressions gives the same values
+            replacements = None
+    if replacements is not None:
         inline = {}
         for sym, sub in replacements:
             sub = sub.xreplace(inline)
