@@ -251,6 +251,7 @@ def _parse_cached(text, start: str, origin=None):
     return relocate(tree, src.loc)
 
 
+_BRACKET = re.compile(r"[()\[\]\n]")
 _NUMBER = re.compile(r"(?<![A-Za-z_])\d[\d_,]*(\.[\d_]*)?([eE][+-]?\d+)?")
 _OPERATOR = re.compile(r"\*\*|//|[-+*/%^<>=!]=?|\b(?:and|or|not|in)\b|,")
 
@@ -260,16 +261,16 @@ def check_size(text: str, src) -> None:
     bracket depth, operator count and the size of every number literal."""
     if len(text) > limit("text_chars"):
         raise limit_error("text_chars", src.loc(1, 1), found=f"{len(text):,} characters")
-    depth, line, col = 0, 1, 0
-    for ch in text:
-        col += 1
+    depth, most, line, line_start = 0, limit("expression_depth"), 1, 0
+    for match in _BRACKET.finditer(text):     # only brackets and newlines, not every character
+        ch = match.group()
         if ch == "\n":
-            line, col = line + 1, 0
+            line, line_start = line + 1, match.end()
         elif ch in "([":
             depth += 1
-            if depth > limit("expression_depth"):
-                raise limit_error("expression_depth", src.loc(line, col))
-        elif ch in ")]":
+            if depth > most:
+                raise limit_error("expression_depth", src.loc(line, match.end() - line_start))
+        else:
             depth -= 1
     operators = sum(1 for _ in _OPERATOR.finditer(text))
     if operators > limit("expression_terms"):
@@ -277,12 +278,16 @@ def check_size(text: str, src) -> None:
     for match in _NUMBER.finditer(text):
         digits = sum(c.isdigit() for c in match.group().lower().partition("e")[0])
         exponent = match.group(2)
-        before = text[:match.start()]
-        where = src.loc(before.count("\n") + 1, match.start() - (before.rfind("\n") + 1) + 1)
         if digits > limit("number_digits"):
-            raise limit_error("number_digits", where, found=f"{digits} digits", span=len(match.group()))
+            raise limit_error("number_digits", _where(text, match, src), found=f"{digits} digits",
+                              span=len(match.group()))
         if exponent and abs(int(exponent[1:])) > limit("number_exponent"):
-            raise limit_error("number_exponent", where, found=exponent, span=len(match.group()))
+            raise limit_error("number_exponent", _where(text, match, src), found=exponent, span=len(match.group()))
+
+
+def _where(text: str, match, src) -> Loc:
+    before = text[:match.start()]
+    return src.loc(before.count("\n") + 1, match.start() - (before.rfind("\n") + 1) + 1)
 
 
 def _parse(text, start: str, origin=None, anonymous: bool = False):
