@@ -17,7 +17,7 @@ With --instructions it also counts the instructions of one run of each
 under valgrind (exact and repeatable whatever else the machine is doing;
 about a minute for eval and several for verify).
 
-    python bench/bench_cold.py [--rev 9381aad] [--runs 7] [--instructions]
+    python bench/bench_cold.py [--rev 9381aad] [--runs 7] [--instructions] [--only eval|verify]
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def install(tree: Path, venv: Path) -> Path:
     """An editable install of `tree` in a venv that shares this interpreter's packages."""
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "-e", str(tree)], check=True, capture_output=True)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "-e", str(tree)],
+                   check=True, capture_output=True)
     return venv / "bin" / "python"
 
 
@@ -86,6 +86,7 @@ def main():
     parser.add_argument("--rev", default="9381aad", help="the earlier revision to compare with")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--instructions", action="store_true", help="also count instructions under valgrind")
+    parser.add_argument("--only", choices=("eval", "verify"), help="time one of the two commands")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -97,7 +98,7 @@ def main():
             pythons = {name: install(tree, tmp / f"venv-{i}") for i, (name, tree) in enumerate(trees.items())}
             print(f"median of {args.runs} interleaved cold runs, {os.cpu_count()} cores, "
                   f"load average {os.getloadavg()[0]:.1f}")
-            for what in ("eval", "verify"):
+            for what in [args.only] if args.only else ("eval", "verify"):
                 cmds = {name: command(pythons[name], trees[name], what) for name in trees}
                 for name in trees:              # once each, so every .pyc exists before timing
                     cold(cmds[name], trees[name], tmp / "cache")

@@ -79,12 +79,25 @@ def _own_files(engine: QueryEngine) -> frozenset:
     found = _OWN_FILES.get(key)
     if found is None:
         files = {str(Path(s).resolve()) for s in (engine.spec.sources or [engine.spec.path])}
-        here = Path(engine.spec.path).resolve().parent
-        for folder in [here, *here.parents][:4]:
-            files.update(str(p.resolve()) for p in (folder / "hardware").glob("*.yaml"))
-            if folder.name == "hardware":
-                files.update(str(p.resolve()) for p in folder.glob("*.yaml"))
-        found = _OWN_FILES[key] = frozenset(files)
+        found = _OWN_FILES[key] = frozenset(files | _hardware_near(str(Path(engine.spec.path).resolve().parent)))
+    return found
+
+
+_HARDWARE: dict = {}
+
+
+def _hardware_near(folder: str) -> frozenset:
+    """The device files a spec in `folder` can name (hardware/ in it and three parents),
+    listed once per folder per process."""
+    found = _HARDWARE.get(folder)
+    if found is None:
+        files = set()
+        here = Path(folder)
+        for place in [here, *here.parents][:4]:
+            files.update(str(p.resolve()) for p in (place / "hardware").glob("*.yaml"))
+            if place.name == "hardware":
+                files.update(str(p.resolve()) for p in place.glob("*.yaml"))
+        found = _HARDWARE[folder] = frozenset(files)
     return found
 
 

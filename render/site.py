@@ -476,9 +476,11 @@ def _byte_units() -> dict:
     return {word: str(factor) for word, (factor, dims) in UNITS.items() if dims == BYTES}
 
 
-def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = None, jobs: int = 2) -> list[Path]:
-    """Write the explorer, its data files and (when given) a copy of the docs."""
-    from concurrent.futures import ProcessPoolExecutor
+def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = None, jobs: int = 2,
+               progress=None) -> list[Path]:
+    """Write the explorer, its data files and (when given) a copy of the docs.
+    progress(done, total, spec_path) is called as each export part finishes."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from ..compiler import codegen
     from ..compiler.queries import QueryEngine
@@ -489,11 +491,19 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     spec_paths = sorted(spec_paths)
     tasks = [task for _, task in sorted(((-cost, task) for p in spec_paths for task, cost in _parts(p)),
                                         key=lambda t: t[0])]
+    report = progress or (lambda done, total, path: None)
     if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(jobs) as pool:
-            done = list(pool.map(export_part, tasks))
+            futures = {pool.submit(export_part, task): i for i, task in enumerate(tasks)}
+            done = [None] * len(tasks)
+            for count, future in enumerate(as_completed(futures), 1):
+                done[futures[future]] = future.result()
+                report(count, len(tasks), tasks[futures[future]][0])
     else:
-        done = [export_part(task) for task in tasks]
+        done = []
+        for task in tasks:
+            done.append(export_part(task))
+            report(len(done), len(tasks), task[0])
     exported = [join_parts([d for task, d in zip(tasks, done) if task[0] == p]) for p in spec_paths]
     written = []
     index = []

@@ -122,7 +122,7 @@ def _record(result, engine, store) -> dict:
         # run evaluates each claim once (a closed form is compiled when a query is asked
         # at other values, by specc eval or a sweep)
         found = compile_queries.remember(engine, store, str(c.eval), result.computed)
-        record.update(expected=_fraction(result.expected), half_positive=bool(result.high > result.low),
+        record.update(expected=_fraction(result.expected), half_positive=record["high"] > record["low"],
                       dims=found.dims)
         return record
     record.update(verdict=result.verdict, message=result.message, exact=result.computed_exact(),
