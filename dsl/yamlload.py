@@ -119,6 +119,8 @@ def load_yaml_text(text: str, path: str, *, is_file: bool = True):
         mark = exc.problem_mark or exc.context_mark
         loc = _loc(mark, path, source_text) if mark else Loc(path, 1, 1, source_text)
         problem = exc.problem or exc.context or "invalid YAML"
+        if "maximum nesting depth" in problem:    # newer libyaml stops deep input itself, scanning ahead
+            raise limit_error("yaml_depth", loc, found=f"libyaml: {problem}") from None
         raise SpecError(f"YAML syntax error: {problem}", loc,
                         expected="well-formed YAML (check indentation, colons and quotes)") from None
     except yaml.YAMLError as exc:   # e.g. a reader error on a control character
