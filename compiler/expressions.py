@@ -63,14 +63,18 @@ def _extreme(pick, sympy_fn):
     return fn
 
 
+# min/max for the engine's own formulas, with the same shortcut as the DSL's
+exact_min, exact_max = _extreme(min, sp.Min), _extreme(max, sp.Max)
+
+
 def _ceil_div(a, b):
     return sp.ceiling(a / b)
 
 
 # name -> (callable, allowed arities, description)
 FUNCTIONS: dict[str, tuple[Callable, tuple, str]] = {
-    "min": (_extreme(min, sp.Min), (2, 3, 4, 5, 6), "min(a, b, ...)"),
-    "max": (_extreme(max, sp.Max), (2, 3, 4, 5, 6), "max(a, b, ...)"),
+    "min": (exact_min, (2, 3, 4, 5, 6), "min(a, b, ...)"),
+    "max": (exact_max, (2, 3, 4, 5, 6), "max(a, b, ...)"),
     "floor": (sp.floor, (1,), "floor(x)"),
     "ceil": (sp.ceiling, (1,), "ceil(x)"),
     "ceil_div": (_ceil_div, (2,), "ceil_div(a, b) = ceil(a/b)"),

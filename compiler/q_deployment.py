@@ -22,7 +22,7 @@ from ..dsl.errors import SpecError, did_you_mean
 from ..dsl.units import BYTES
 from .query_base import Quantity
 from .sharding import Deployment, stage_counts, stages, tp_fraction
-from .symbols import B, P, S
+from .symbols import B, P, S, substitute
 
 _DEGREES = ("tp", "pp", "ep", "dp")
 _COMM_COMPONENTS = ("tp", "ep", "pp")
@@ -151,7 +151,7 @@ class DeploymentQueries:
         instance_b = sp.ceiling(batch / dep.dp) if dep.dp > 1 else batch   # one instance's requests
 
         def rows_at(expr):
-            return expr.xreplace({B: instance_b, S: cached, P: new})
+            return substitute(expr, {B: instance_b, S: cached, P: new})
 
         total = self._comm_total(model, dep, rows_at, self._act_bytes(a), component, a.loc)
         return Quantity(sp.nsimplify(total) if not total.is_Rational else total, BYTES, ext)

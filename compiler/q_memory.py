@@ -6,9 +6,10 @@ import sympy as sp
 
 from ..dsl.errors import SpecError, did_you_mean
 from ..dsl.units import BYTES, PARAMS
+from .expressions import exact_min
 from .query_base import Quantity
 from .sharding import Deployment, ep_fraction, tp_fraction, weight_fraction
-from .symbols import B, H, P, S
+from .symbols import B, H, P, S, substitute
 
 
 class MemoryQueries:
@@ -83,11 +84,11 @@ class MemoryQueries:
             for w in op.weights:
                 bpp = self._bytes_per_param(model, fmt, w.group)
                 if op.lookup:
-                    rows_read += op.lookup_rows.xreplace(decode) * w.shape[-1] * bpp * sp.Rational(1, dep.ep)
+                    rows_read += substitute(op.lookup_rows, decode) * w.shape[-1] * bpp * sp.Rational(1, dep.ep)
                 elif op.experts != 1:
                     local = op.experts * ep_fraction(op, dep, loc) if dep.ep > 1 else op.experts
-                    routed = op.rows.xreplace(decode)
-                    touched = sp.Min(local, sp.ceiling(routed / dep.ep) if dep.ep > 1 else routed)
+                    routed = substitute(op.rows, decode)
+                    touched = exact_min(local, sp.ceiling(routed / dep.ep) if dep.ep > 1 else routed)
                     shared += w.params / op.experts * tp_fraction(op, dep, loc) * touched * bpp
                 else:
                     shared += w.params * bpp * frac

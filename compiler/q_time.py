@@ -36,7 +36,7 @@ from ..dsl.errors import SpecError
 from ..dsl.units import SECONDS, TOKENS, combine
 from .query_base import Quantity
 from .sharding import Deployment, store_fraction, work_fraction
-from .symbols import B, H, P, S
+from .symbols import B, H, P, S, substitute
 
 _ATTENTION_KINDS = ("attend", "score")
 
@@ -120,11 +120,11 @@ class TimeQueries:
                 extra[attention_of[use_key]] = extra.get(attention_of[use_key], 0) + amount
         rows = []
         for op in model.ops:
-            flops = op.mult * op.flops.xreplace(scenario) * work_fraction(op, dep, a.loc)
+            flops = op.mult * substitute(op.flops, scenario) * work_fraction(op, dep, a.loc)
             traffic = per_op_reads.get(op.id, sp.Integer(0)) + extra.get(op.id, 0)
             if with_activations:
                 tensors = [t for _, t in op.inputs] + [t for _, t in op.outputs]
-                traffic += op.mult * sp.Add(*[t.rows.xreplace(scenario) * t.width for t in tensors]) \
+                traffic += op.mult * sp.Add(*[substitute(t.rows, scenario) * t.width for t in tensors]) \
                     * act_bytes * work_fraction(op, dep, a.loc)
             traffic = sp.nsimplify(traffic) if not sp.sympify(traffic).is_Rational else sp.sympify(traffic)
             if flops == 0 and traffic == 0:
@@ -162,7 +162,7 @@ class TimeQueries:
         """Every collective of the call on one device, all stages in turn, and every pipeline send."""
         if (dep.tp, dep.pp, dep.ep) == (1, 1, 1):
             return sp.Integer(0)
-        terms = self._comm_terms(model, dep, lambda e: e.xreplace(scenario), act_bytes, loc)
+        terms = self._comm_terms(model, dep, lambda e: substitute(e, scenario), act_bytes, loc)
         total = sp.Add(*[mult * amount for comp in ("tp", "ep") for _, _, mult, amount in terms[comp]])
         return total + sp.Add(*terms["pp"])
 

@@ -22,3 +22,13 @@ DTYPE_BYTES = {
 
 # Names a spec may not redefine, because the engine gives them their meaning.
 RESERVED = set(SCENARIO) | set(DERIVED) | {"layer", "start", "cnt", "m", "rows", "true", "false", "oo"}
+
+
+def substitute(expr, mapping: dict):
+    """expr with the symbols of `mapping` replaced. Pairs that map a symbol to itself
+    are dropped first: xreplace rebuilds every node above a replaced symbol even when
+    the replacement is the symbol itself, and rebuilding re-evaluates each Min/Max
+    (sympy proves their arguments comparable), which made symbolic roofline forms
+    minutes long."""
+    changed = {k: v for k, v in mapping.items() if k is not v}
+    return expr.xreplace(changed) if changed else expr
