@@ -28,7 +28,7 @@ def site(out_dir, spec_glob, docs_dir, jobs):
     carries the specc query that reproduces it. Nothing is fetched at view
     time: open DIR/explorer.html from disk or serve the folder. Exporting
     every shipped spec's closed forms (each deployment point and option) takes
-    about a minute on two cores; progress goes to standard error.
+    about half a minute on two cores; progress goes to standard error.
 
     \b
     specc site -o site/
