@@ -74,8 +74,8 @@ _OWN_FILES: dict = {}
 
 def _own_files(engine: QueryEngine) -> frozenset:
     """The spec's own sources and the hardware files it can see, listed once per
-    engine per process (a verify of a thousand claims asked for them per claim)."""
-    key = (id(engine), engine.spec.path)
+    spec and sources per process (a verify of a thousand claims asked per claim)."""
+    key = (engine.spec.path, tuple(engine.spec.sources or ()))
     found = _OWN_FILES.get(key)
     if found is None:
         files = {str(Path(s).resolve()) for s in (engine.spec.sources or [engine.spec.path])}

@@ -5,9 +5,10 @@ queries (compiler/compiled.py) without importing click, sympy, yaml or lark.
 only when every answer is already in the cache, `eval` also on a miss (it then
 compiles the missing closed forms itself, which a first run needs anyway). It
 returns the exit status, or None to hand the command line to click unchanged
-(an error to report, any other option, help, a spec given by name, ...). Nothing is printed before every answer is known,
-so a hand-over never duplicates output. The formatting functions are shared
-with the click commands, so both lanes print the same text."""
+(an error to report, any other option, help, a spec given by name, ...).
+Nothing is printed before every answer is known, so a hand-over never
+duplicates output. The formatting functions are shared with the click
+commands, so both lanes print the same text."""
 
 from __future__ import annotations
 
