@@ -32,7 +32,7 @@ def site(out_dir, spec_glob, docs_dir, jobs):
 
     \b
     specc site -o site/
-    specc site -o /tmp/site --specs 'specs/qwen3_*.yaml'
+    specc site -o /tmp/site --specs 'specs/<family>_*.yaml'
     """
     from .render.site import write_site
 
