@@ -30,7 +30,8 @@ from .queries import QueryEngine
 @contextlib.contextmanager
 def _recording_context_checks(found: list):
     """Record the max_context checks the engine makes with symbolic contexts (it
-    skips them; the printed query must make them at its concrete arguments)."""
+    skips them; the printed query must make them at its concrete arguments), and the
+    other bounds it cannot settle symbolically (check_bound: a deployment's fit)."""
     original = queries._Args.check_context
 
     def check(args, model, context):
@@ -40,11 +41,17 @@ def _recording_context_checks(found: list):
             found.append((context, int(model.max_context), flag in ("true", 1, sp.Integer(1))))
         return original(args, model, context)
 
+    def bound(args, value, limit):
+        found.append((value, limit, False))
+
+    original_bound = queries._Args.check_bound
     queries._Args.check_context = check
+    queries._Args.check_bound = bound
     try:
         yield
     finally:
         queries._Args.check_context = original
+        queries._Args.check_bound = original_bound
 
 
 def _exact(value):

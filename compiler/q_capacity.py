@@ -4,7 +4,9 @@ Both answer for a deployment (tp=, pp=, ep=, dp=, see compiler/sharding.py) on
 devices of one kind: every device holds its share of the weights (the most loaded
 pipeline stage binds), a per-device `workspace=` and the state of the requests it
 serves. With block=N (paged allocation, as vLLM allocates), each request's entries of
-every store that grows with the context round up to whole blocks of N."""
+every store that grows with the context round up to whole blocks of N. h_max answers
+at most the spec's max_context unless extrapolate=true. check_fit is the fit rule the
+time queries apply before they answer."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ _H_LIMIT = 2 ** 48      # search bound for h_max (tokens); far beyond any contex
 class CapacityQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
 
-    def _budget(self, model, a):
+    def _budget(self, model, a, need_state=True):
         """(free bytes per stage for state, per-request state per stage as expressions in H, deployment)."""
         device = a.name("device", required=True)
         memory = self._memory_of(a, device)
@@ -45,10 +47,38 @@ class CapacityQueries:
                            entries * self._store_bytes(model, use.store, fmt) * frac))
         free = [memory - w - workspace for w in self._per_stage(model, dep, weights, a.loc)]
         per_request = self._per_stage(model, dep, states, a.loc)
-        if all(s == 0 for s in per_request):
+        if need_state and all(s == 0 for s in per_request):
             raise SpecError(f"{self.spec.model} keeps no per-request state, so capacity has no bound", a.loc,
                             expected="a spec that declares state stores (state: in its stack)")
         return free, per_request, dep
+
+    def check_fit(self, model, a, batch, context):
+        """A time query answers only for a deployment that fits: the most loaded device's weights,
+        workspace= and the state of its ceil(B/dp) requests at `context` tokens within its memory.
+        Otherwise a located error with the shortfall in bytes, unless ignore_fit=true."""
+        a.used.add("ignore_fit")
+        flag = a.raw("ignore_fit")
+        if flag in ("true", sp.Integer(1)):
+            return
+        if flag not in (None, "false", sp.Integer(0)):
+            raise SpecError(f"'ignore_fit=' takes true or false, got {flag}", a._node_loc("ignore_fit"),
+                            expected="ignore_fit=true")
+        free, per_request, dep = self._budget(model, a, need_state=False)
+        on_device = dep.requests_per_device(batch)
+        shorts = [on_device * s.xreplace({H: context}) - f for f, s in zip(free, per_request)]
+        if not all(sp.sympify(x).is_number for x in shorts):
+            a.check_bound(shorts[0] if len(shorts) == 1 else sp.Max(*shorts), 0)   # settled at the arguments
+            return
+        short = sp.ceiling(max(shorts))
+        if short > 0:
+            device = a.name("device")
+            memory = self._memory_of(a, device)
+            short, memory = int(short), int(memory)
+            raise SpecError(f"the deployment does not fit: the most loaded {device} needs {memory + short:,} B "
+                            f"(weights, workspace= and the state of {on_device} request(s) at {context} tokens) "
+                            f"of its {memory:,} B, {short:,} B short", a.loc,
+                            expected="a larger tp/pp/ep, fewer requests or a shorter context; "
+                                     "ignore_fit=true to time it anyway")
 
     def _block(self, a):
         a.used.add("block")
@@ -89,5 +119,10 @@ class CapacityQueries:
         while hi - lo > 1:
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        ext = model.max_context is not None and lo > model.max_context
-        return Quantity(sp.Integer(lo), TOKENS, bool(ext))
+        if model.max_context is not None and lo > model.max_context:
+            # the model's maximum context bounds the answer, unless the user asks beyond it
+            flag = a.raw("extrapolate")
+            if flag not in ("true", sp.Integer(1)):
+                return Quantity(sp.Integer(model.max_context), TOKENS)
+            return Quantity(sp.Integer(lo), TOKENS, True)
+        return Quantity(sp.Integer(lo), TOKENS)

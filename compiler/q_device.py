@@ -19,12 +19,13 @@ import sympy as sp
 
 from ..dsl.errors import SpecError, did_you_mean
 from ..dsl.parser import parse_quantity
-from ..dsl.units import BYTES, dims_name, unit_of_terms
+from ..dsl.units import BYTES, NONE, SECONDS, dims_name, unit_of_terms
 from ..dsl.yamlload import load_yaml_file
+from .collectives import KINDS, Links
 from .query_base import _BYTE_RATE, _FLOP_RATE, Quantity
 
 _DEFAULT_DTYPES = ("bf16", "fp16")
-_LINKS = {"nvlink": "link", "device": "link", "host": "host_link"}
+_LINKS = ("scale_up", "nvlink", "device", "scale_out", "host")
 
 
 class DeviceQueries:
@@ -85,11 +86,56 @@ class DeviceQueries:
         value = a.quantity("flops", _FLOP_RATE, None)
         return value if value is not None else self._device_rate(device, dtype or a.name("dtype"), a.loc)
 
-    def _link_of(self, a, device):
-        value = a.quantity("link_bandwidth", _BYTE_RATE, None)
-        if value is not None:
-            return value
-        return self._device_field(device, "link", _BYTE_RATE, a.loc, "900 GB/s", "link_bandwidth")
+    def _optional_field(self, device, field, dims, loc, example):
+        path, hw = self._device_file(device, loc)
+        if not hasattr(hw, "get") or hw.get(field) is None:
+            return None
+        return self._device_value(path, hw[field], dims, f"{field} {example}")
+
+    def _scale_up_of(self, device, loc):
+        """The per-direction scale-up rate: scale_up_link:, else half of a legacy `link:`
+        (which device files give as both directions added), else None."""
+        value = self._optional_field(device, "scale_up_link", _BYTE_RATE, loc, "450 GB/s")
+        if value is None:
+            legacy = self._optional_field(device, "link", _BYTE_RATE, loc, "900 GB/s")
+            value = legacy / 2 if legacy is not None else None
+        return value
+
+    def _latencies(self, device, field, loc) -> dict:
+        """kind -> seconds from a device's `collective_latency:` (one figure for every kind, or
+        a map of kinds) or `scale_out_latency:`; absent: {} (no latency term)."""
+        path, hw = self._device_file(device, loc)
+        node = hw.get(field) if hasattr(hw, "get") else None
+        if node is None:
+            return {}
+        if hasattr(node, "items"):
+            out = {}
+            for kind, value in node.items():
+                if str(kind) not in KINDS:
+                    raise SpecError(f"no collective kind '{kind}'", getattr(value, "loc", None) or node.loc,
+                                    expected=did_you_mean(str(kind), KINDS))
+                out[str(kind)] = self._device_value(path, value, SECONDS, f"{field} 3.6 us")
+            return out
+        value = self._device_value(path, node, SECONDS, f"{field} 3.6 us")
+        return {kind: value for kind in KINDS}
+
+    def _links_of(self, a, device) -> Links:
+        """The deployment's links: the device file's, with the query's overrides
+        (link_bandwidth= the scale-up rate, scale_out_bandwidth=, latency= every collective's)."""
+        up = a.quantity("link_bandwidth", _BYTE_RATE, None)
+        out = a.quantity("scale_out_bandwidth", _BYTE_RATE, None)
+        latency = a.quantity("latency", SECONDS, None)
+        up = up if up is not None else self._scale_up_of(device, a.loc)
+        out = out if out is not None else self._optional_field(device, "scale_out_link", _BYTE_RATE, a.loc,
+                                                               "50 GB/s")
+        gpn = self._optional_field(device, "gpus_per_node", NONE, a.loc, "8")
+        if latency is not None:
+            lat = {kind: latency for kind in KINDS}
+            out_lat = lat
+        else:
+            lat = self._latencies(device, "collective_latency", a.loc)
+            out_lat = self._latencies(device, "scale_out_latency", a.loc)
+        return Links(up, out, int(gpn) if gpn is not None else None, lat, out_lat)
 
     def _device_memory(self, device, loc):
         return self._device_field(device, "memory", BYTES, loc, "24 GB")
@@ -104,8 +150,18 @@ class DeviceQueries:
         return Quantity(self._bandwidth_of(a, a.name("device", required=True)), _BYTE_RATE)
 
     def q_device_link(self, model, a):
+        """Per direction: the scale-up link (default; nvlink and device are its old names),
+        the scale-out NIC per GPU, or the host link (PCIe: half the datasheet's both-ways figure)."""
         device = a.name("device", required=True)
-        which = a.name("link") or "nvlink"
+        which = a.name("link") or "scale_up"
         if which not in _LINKS:
             raise SpecError(f"no link '{which}'", a.loc, expected=did_you_mean(which, _LINKS))
-        return Quantity(self._device_field(device, _LINKS[which], _BYTE_RATE, a.loc, "900 GB/s"), _BYTE_RATE)
+        if which == "scale_out":
+            value = self._device_field(device, "scale_out_link", _BYTE_RATE, a.loc, "50 GB/s")
+        elif which == "host":
+            value = self._device_field(device, "host_link", _BYTE_RATE, a.loc, "128 GB/s") / 2
+        else:
+            value = self._scale_up_of(device, a.loc)
+            if value is None:
+                self._device_field(device, "scale_up_link", _BYTE_RATE, a.loc, "450 GB/s")
+        return Quantity(value, _BYTE_RATE)

@@ -72,11 +72,14 @@ class MemoryQueries:
 
     def _weight_read_terms(self, model, fmt, batch, dep=None, loc=None, scenario=None):
         """Per op: (layers, segment, mult, shared weight bytes read, lookup-row bytes read, op id) by
-        one device in a decode step of `batch` requests (of one model instance): every weight
-        once, of routed experts only those the rows can touch (at most min(experts, rows) on
-        the device), of lookup tables the rows gathered."""
+        the most loaded device in a decode step of `batch` requests (of the whole deployment):
+        every weight once, of routed experts only those the rows can touch (at most
+        min(local experts, the k/ep share of the stage's assignments) on the device), of
+        lookup tables the rows its group gathered."""
         dep = dep or Deployment()
         decode = scenario or {B: batch, S: H, P: sp.Integer(1)}   # a decode step unless a call is given
+        total_b = decode[B]
+        group = {**decode, B: dep.requests_per_device(total_b)}
         out = []
         for op in model.ops:
             shared, rows_read = sp.Integer(0), sp.Integer(0)
@@ -84,7 +87,7 @@ class MemoryQueries:
             for w in op.weights:
                 bpp = self._bytes_per_param(model, fmt, w.group)
                 if op.lookup:
-                    rows_read += substitute(op.lookup_rows, decode) * w.shape[-1] * bpp * sp.Rational(1, dep.ep)
+                    rows_read += substitute(op.lookup_rows, group) * w.shape[-1] * bpp
                 elif op.experts != 1:
                     local = op.experts * ep_fraction(op, dep, loc) if dep.ep > 1 else op.experts
                     routed = substitute(op.rows, decode)
@@ -103,12 +106,8 @@ class MemoryQueries:
         return (self._spread(model, dep, [t[:3] + (t[3],) for t in terms], loc),
                 self._spread(model, dep, [t[:3] + (t[4],) for t in terms], loc))
 
-    def _instance_batch(self, batch, dep):
-        return sp.ceiling(batch / dep.dp) if dep.dp > 1 else batch
-
     def q_weight_read_bytes(self, model, a):
         batch = a.scenario("B", 1)
         dep = self._deployment(a)
-        shared, _ = self._weight_reads(model, self._format(a.name("format"), a.loc),
-                                       self._instance_batch(batch, dep), False, dep, a.loc)
+        shared, _ = self._weight_reads(model, self._format(a.name("format"), a.loc), batch, False, dep, a.loc)
         return Quantity(shared, BYTES)

@@ -67,7 +67,7 @@ class StateQueries:
         dep = self._deployment(a)
         total = sp.Integer(0)
         if component in (None, "weights", "lookup"):
-            shared, rows = self._weight_reads(model, fmt, self._instance_batch(batch, dep), True, dep, a.loc)
+            shared, rows = self._weight_reads(model, fmt, batch, True, dep, a.loc)
             total += {None: shared + rows, "weights": shared, "lookup": rows}[component].xreplace({H: length})
         if component not in ("weights", "lookup"):
             stores = self._stores(component, a.loc)

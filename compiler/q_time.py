@@ -35,10 +35,14 @@ import sympy as sp
 from ..dsl.errors import SpecError
 from ..dsl.units import SECONDS, TOKENS, combine
 from .query_base import Quantity
-from .sharding import Deployment, store_fraction, work_fraction
+from .collectives import bytes_moved, seconds as collective_seconds
+from .sharding import Deployment, activation_placement, store_fraction, work_fraction
 from .symbols import B, H, P, S, substitute
 
 _ATTENTION_KINDS = ("attend", "score")
+_TIME_ARGS = {"device", "dtype", "format", "tp", "pp", "ep", "dp", "per_device", "mfu", "mbu", "overlap",
+              "activations", "act_bytes", "flops", "bandwidth", "link_bandwidth", "scale_out_bandwidth", "latency",
+              "memory", "workspace", "block", "ignore_fit", "efficiency", "max_num_batched_tokens"}
 
 
 @dataclass
@@ -90,7 +94,7 @@ class TimeQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
 
     def roofline(self, model, a, batch, cached, new):
-        """The rows of one call (per device) and the communication seconds."""
+        """The rows of one call (the most loaded device) and the communication seconds."""
         device = a.name("device", required=True)
         dep = self._deployment(a, ("tp", "pp", "ep", "dp"))
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
@@ -99,12 +103,12 @@ class TimeQueries:
         with_activations = _flag(a, "activations")
         act_bytes = self._act_bytes(a)
         fmt = self._format(a.name("format"), a.loc)
-        instance_b = sp.ceiling(batch / dep.dp) if dep.dp > 1 else batch
-        scenario = {B: instance_b, S: cached, P: new}
+        scenario = {B: batch, S: cached, P: new}
+        group_b = dep.requests_per_device(batch)
 
         # weights each op reads (per device)
         per_op_reads = {op_id: mult * (shared + rows_read) for _, _, mult, shared, rows_read, op_id
-                        in self._weight_read_terms(model, fmt, instance_b, dep, a.loc, scenario)}
+                        in self._weight_read_terms(model, fmt, batch, dep, a.loc, scenario)}
         # state traffic per store use, attributed to the first attention op of its block
         state = self._state_traffic(model, fmt, dep, batch, cached, new, a.loc)
         attention_of = {}
@@ -118,14 +122,20 @@ class TimeQueries:
         for use_key, amount in state.items():
             if use_key in attention_of:
                 extra[attention_of[use_key]] = extra.get(attention_of[use_key], 0) + amount
+        placement = activation_placement(model, dep, a.loc) if with_activations else {}
+
+        def at(expr, where):
+            return substitute(expr, {**scenario, B: batch if where == "stage" else group_b})
+
         rows = []
         for op in model.ops:
-            flops = op.mult * substitute(op.flops, scenario) * work_fraction(op, dep, a.loc)
+            flops = op.mult * at(op.flops, "stage" if op.experts != 1 else "group") * work_fraction(op, dep, a.loc)
             traffic = per_op_reads.get(op.id, sp.Integer(0)) + extra.get(op.id, 0)
-            if with_activations:
-                tensors = [t for _, t in op.inputs] + [t for _, t in op.outputs]
-                traffic += op.mult * sp.Add(*[substitute(t.rows, scenario) * t.width for t in tensors]) \
-                    * act_bytes * work_fraction(op, dep, a.loc)
+            if with_activations and op.kind != "view":
+                tensors = [(t, placement.get(t.producer, ("group", 1))) for _, t in op.inputs if t is not None] + \
+                          [(t, placement[op.id]) for _, t in op.outputs]
+                traffic += op.mult * sp.Add(*[at(t.rows, where) * t.width * share for t, (where, share) in tensors]) \
+                    * act_bytes
             traffic = sp.nsimplify(traffic) if not sp.sympify(traffic).is_Rational else sp.sympify(traffic)
             if flops == 0 and traffic == 0:
                 continue
@@ -134,9 +144,16 @@ class TimeQueries:
             if use_key not in attention_of and amount != 0:
                 rows.append(RooflineRow(f"{use_key[0]} {use_key[1]} state", "state", sp.Integer(0), amount,
                                         sp.Integer(0), amount / bandwidth))
-        comm = self._comm_latency_bytes(model, dep, scenario, act_bytes, a.loc)
-        comm_s = comm / self._link_of(a, device) if comm != 0 else sp.Integer(0)
+        comm_s = self._comm_seconds(model, a, device, dep, scenario, act_bytes)
         return rows, comm_s, _flag(a, "overlap")
+
+    def _comm_seconds(self, model, a, device, dep, scenario, act_bytes):
+        """Every collective of the call, all stages in turn, and every pipeline send."""
+        if (dep.tp, dep.pp, dep.dp) == (1, 1, 1):
+            return sp.Integer(0)
+        links = self._links_of(a, device)
+        colls = self._collectives(model, dep, scenario, act_bytes, a.loc, links.gpus_per_node)
+        return sp.Add(*[c.mult * collective_seconds(c, links, a.loc) for c in colls])
 
     def _state_traffic(self, model, fmt, dep, batch, cached, new, loc) -> dict:
         """(block, store) -> state bytes one device reads and writes in the call."""
@@ -159,12 +176,11 @@ class TimeQueries:
         return out
 
     def _comm_latency_bytes(self, model, dep, scenario, act_bytes, loc):
-        """Every collective of the call on one device, all stages in turn, and every pipeline send."""
-        if (dep.tp, dep.pp, dep.ep) == (1, 1, 1):
+        """The bytes of every collective of the call on one device, all stages in turn."""
+        if (dep.tp, dep.pp, dep.dp) == (1, 1, 1):
             return sp.Integer(0)
-        terms = self._comm_terms(model, dep, lambda e: substitute(e, scenario), act_bytes, loc)
-        total = sp.Add(*[mult * amount for comp in ("tp", "ep") for _, _, mult, amount in terms[comp]])
-        return total + sp.Add(*terms["pp"])
+        return sp.Add(*[c.mult * bytes_moved(c, None, loc)
+                        for c in self._collectives(model, dep, scenario, act_bytes, loc)])
 
     def _call_seconds(self, model, a, batch, cached, new):
         rows, comm_s, overlap = self.roofline(model, a, batch, cached, new)
@@ -173,29 +189,38 @@ class TimeQueries:
         compute = sp.Add(*[r.time for r in rows])
         return sp.Max(compute, comm_s) if overlap else compute + comm_s
 
+    # One context rule for every time query: a call of P new tokens after S cached ones holds
+    # S + P tokens when it ends (a decode step at H is the call S = H, P = 1: H + 1 tokens);
+    # beyond max_context it needs extrapolate=true, and the deployment must fit (check_fit).
+    def _timed(self, model, a, batch, cached, new):
+        a.used.update(_TIME_ARGS)        # an error below is about the scenario, not an unknown argument
+        ext = a.check_context(model, cached + new)
+        a.name("device", required=True)
+        self.check_fit(model, a, batch, cached + new)
+        return self._call_seconds(model, a, batch, cached, new), ext
+
     def q_call_time(self, model, a):
         batch, cached, new, _ = self._call_scenario(a)
-        ext = a.check_context(model, cached + new)
-        return Quantity(self._call_seconds(model, a, batch, cached, new), SECONDS, ext)
+        seconds, ext = self._timed(model, a, batch, cached, new)
+        return Quantity(seconds, SECONDS, ext)
 
     def q_ttft(self, model, a):
         batch, new = a.scenario("B", 1), a.scenario("P")
         if isinstance(new, sp.Integer) and new < 1:
             raise SpecError("P must be at least 1", a.loc, expected="P >= 1")
-        ext = a.check_context(model, new)
-        return Quantity(self._call_seconds(model, a, batch, sp.Integer(0), new), SECONDS, ext)
+        seconds, ext = self._timed(model, a, batch, sp.Integer(0), new)
+        return Quantity(seconds, SECONDS, ext)
 
     def q_tpot(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B", 1)
-        ext = a.check_context(model, length)   # the step reads H entries, like decode_read_bytes(H)
-        return Quantity(self._call_seconds(model, a, batch, length, sp.Integer(1)), SECONDS, ext)
+        seconds, ext = self._timed(model, a, batch, length, sp.Integer(1))
+        return Quantity(seconds, SECONDS, ext)
 
     def q_throughput(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B")
         if batch < 1:
             raise SpecError("throughput needs B >= 1", a.loc, expected="B=1 or more")
-        ext = a.check_context(model, length)   # the step reads H entries, like decode_read_bytes(H)
-        seconds = self._call_seconds(model, a, batch, length, sp.Integer(1))
+        seconds, ext = self._timed(model, a, batch, length, sp.Integer(1))
         return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext)
 
     def roofline_forms(self, choices: dict, fmt: str | None = None, tp: int = 1, pp: int = 1, ep: int = 1,

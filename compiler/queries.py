@@ -50,7 +50,8 @@ _FILTERS = {"stage", "component", "op", "layer", "group"}
 _QUERY_ARGS = {"B", "S", "P", "G", "H", "format", "device", "workspace", "extrapolate", "precision", "optimizer",
                "checkpointing", "backward", "spec", "tp", "pp", "ep", "dp", "per_device", "zero", "memory",
                "block", "dtype", "mfu", "mbu", "overlap", "activations", "act_bytes", "link", "flops", "bandwidth",
-               "link_bandwidth"} | _FILTERS
+               "link_bandwidth", "scale_out_bandwidth", "latency", "ignore_fit", "efficiency",
+               "max_num_batched_tokens", "convention"} | _FILTERS
 
 
 def _hardware_file(spec_path: str, device: str, loc) -> Path:

@@ -157,6 +157,10 @@ class _Args:
             out["layer"] = int(layer)
         return out
 
+    def check_bound(self, value, limit) -> None:
+        """A condition value <= limit that a symbolic value cannot settle: compiled queries
+        record it and re-check it at their arguments (else the symbolic path reports it)."""
+
     def check_context(self, model: Model, context) -> bool:
         """Beyond the spec's max context is an error unless extrapolate=true; then it is flagged."""
         self.used.add("extrapolate")

@@ -13,18 +13,28 @@ Declarations (in the block library, next to group=):
 A store declares `shard: EXPR` (its entries split into EXPR pieces, e.g. n_kv) or
 `shard: replicated` (the default).
 
+Layout (as engines define it; Megatron's "MoE parallel folding", vLLM's --enable-expert-parallel):
+  * world = tp · pp · dp devices. Within a pipeline stage the tp·dp devices form dp groups of tp
+    devices; attention and dense layers are tensor-parallel over tp inside a group, and each
+    group serves its own requests ("DP attention"; for a dense model, independent replicas);
+  * the routed experts of a stage are spread over ep of its tp·dp devices (ep divides tp·dp),
+    E/ep experts each, and each expert is split over the rest, etp = tp·dp/ep devices
+    (expert tensor parallelism). vLLM `--tensor-parallel-size 8 --enable-expert-parallel` is
+    tp=8, ep=8; `--data-parallel-size 8 --enable-expert-parallel` is dp=8, ep=8; tp=8 alone
+    splits every expert 8 ways (etp = 8);
+  * B counts the requests of the whole deployment; the most loaded group holds ceil(B/dp)
+    of them and does all of their non-expert work; routing is balanced: the experts of an
+    ep rank receive k/ep of all the stage's rows (expected counts, exact fractions).
+
 Rules:
-  * a split of u units over tp: 1/tp each when tp divides u; when u divides tp, each
-    device keeps one unit (tp/u copies of each: KV heads replicated); else an error;
-  * ops with experts=E copies (routed experts) split their copies over ep (E % ep == 0);
+  * a split of u units over n devices: 1/n each when n divides u; when u divides n, each
+    device keeps one unit (n/u copies of each: KV heads replicated); else an error;
+  * non-expert ops split over tp; ops with experts=E copies (routed experts) hold E/ep copies
+    (E % ep == 0) each split over etp by the same declared rule;
   * layers split over pp in contiguous, even stages (sizes differ by at most one), or as
     the spec declares (`pipeline: {4: [19, 21, 21, 19]}`: layers per stage for pp = 4);
     unlayered segments before the first layered one sit on the first stage, the rest on
-    the last; the most loaded stage answers per_device queries;
-  * within one model instance (tp·pp·ep devices) the ep ranks are also attention-data-parallel:
-    each holds the non-expert layers and serves 1/ep of the requests; dp instances are
-    independent replicas. B counts the requests of the whole deployment; the most
-    loaded device holds ceil(B / (ep·dp)) of them.
+    the last; the most loaded stage answers per_device queries.
 """
 
 from __future__ import annotations
@@ -52,13 +62,31 @@ class Deployment:
 
     @property
     def devices(self) -> int:
-        return self.tp * self.pp * self.ep * self.dp
+        return self.tp * self.pp * self.dp
+
+    @property
+    def stage_devices(self) -> int:
+        """The devices of one pipeline stage: the expert group."""
+        return self.tp * self.dp
+
+    @property
+    def etp(self) -> int:
+        """Expert tensor parallelism: the devices each routed expert is split over."""
+        return self.tp * self.dp // self.ep
+
+    def check(self, loc) -> "Deployment":
+        if (self.tp * self.dp) % self.ep:
+            raise SpecError(f"ep={self.ep} must divide tp·dp = {self.tp * self.dp} (the experts are spread over "
+                            f"the devices of a pipeline stage)", loc,
+                            expected=f"dp={self.ep}, ep={self.ep} (DP attention) or tp={self.ep}, ep={self.ep}")
+        return self
 
     def requests_per_device(self, batch):
-        """The most loaded device's share of B requests (B spread over ep·dp request groups)."""
-        groups = self.ep * self.dp
-        return batch if groups == 1 else sp.ceiling(sp.Integer(batch) / groups) if isinstance(batch, (int, sp.Integer)) \
-            else sp.ceiling(batch / groups)
+        """The most loaded device's share of B requests (B spread over the dp groups)."""
+        if self.dp == 1:
+            return batch
+        return sp.ceiling(sp.Integer(batch) / self.dp) if isinstance(batch, (int, sp.Integer)) \
+            else sp.ceiling(batch / self.dp)
 
 
 def split_fraction(units, n: int, what: str, loc) -> sp.Rational:
@@ -83,9 +111,12 @@ def op_where(op) -> str:
 
 
 def tp_fraction(op, dep: Deployment, loc) -> sp.Rational:
-    if op.shard in (None, "replicated") or dep.tp == 1:
+    """The share of an op's split dimension one device holds: over tp, or over etp for an
+    op with routed experts."""
+    n = dep.etp if op.experts != 1 else dep.tp
+    if op.shard in (None, "replicated") or n == 1:
         return sp.Integer(1)
-    return split_fraction(op.units, dep.tp, f"{op_where(op)} (shard={op.shard})", loc)
+    return split_fraction(op.units, n, f"{op_where(op)} (shard={op.shard})", loc)
 
 
 def ep_fraction(op, dep: Deployment, loc) -> sp.Rational:
@@ -104,10 +135,17 @@ def weight_fraction(op, dep: Deployment, loc) -> sp.Rational:
 
 
 def work_fraction(op, dep: Deployment, loc) -> sp.Rational:
-    """The share of an op's FLOPs (and activation rows) one device does in a call of the
-    whole instance: tp splits by the declared rule; ep splits every op's rows (attention
-    data-parallel, experts by uniform routing)."""
-    return tp_fraction(op, dep, loc) / dep.ep
+    """The share of an op's FLOPs (and activation rows) the most loaded device does, of the
+    op's work at the rows it is evaluated at (see work_batch): a non-expert op's split over
+    tp; an expert op's 1/ep of the stage's assignments (balanced routing), split over etp."""
+    return tp_fraction(op, dep, loc) * ep_fraction(op, dep, loc)
+
+
+def work_batch(op, dep: Deployment, batch):
+    """The requests whose rows an op runs on the most loaded device: its group's ceil(B/dp)
+    for non-expert ops (the device holding a request does all of its non-expert work), every
+    request of the stage for routed experts (each ep rank serves every group's rows)."""
+    return batch if op.experts != 1 else dep.requests_per_device(batch)
 
 
 def store_fraction(units, dep: Deployment, name: str, loc) -> sp.Rational:
@@ -171,3 +209,29 @@ def stage_counts(layers: tuple, segment: str, mult, stage_of: dict, pp: int) -> 
     else:
         counts[stage_of.get(("segment", segment), 0)] += mult
     return counts
+
+
+def activation_placement(model, dep: Deployment, loc) -> dict:
+    """op id -> (rows of, share) of its output on the most loaded device: rows of "group"
+    (its dp group's requests) or "stage" (every request's, for the routed experts' rows), and
+    the share of those rows × width the device holds. A column- or head-parallel op's output
+    is split like its weights; a row-parallel op's output is whole (a partial sum); the
+    routed rows are 1/ep per device (balanced routing) until combine returns the group's
+    rows; element-wise ops, splits and views keep their first input's placement."""
+    out = {}
+    for op in model.ops:
+        ins = [out.get(t.producer, ("group", sp.Integer(1))) for _, t in op.inputs if t is not None]
+        if op.kind == "route":
+            out[op.id] = ("stage", sp.Rational(1, dep.ep))
+        elif op.kind == "combine":
+            out[op.id] = ("group", sp.Integer(1))
+        elif op.experts != 1:
+            split = tp_fraction(op, dep, loc) if op.shard in ("column", "heads") else sp.Integer(1)
+            out[op.id] = ("stage", ep_fraction(op, dep, loc) * split)
+        elif op.shard in ("column", "heads"):
+            out[op.id] = ("group", tp_fraction(op, dep, loc))
+        elif op.shard in ("row", "vocab", "replicated") or op.kind in ("matmul", "lookup", "attend", "score"):
+            out[op.id] = ("group", sp.Integer(1))
+        else:
+            out[op.id] = ins[0] if ins else ("group", sp.Integer(1))
+    return out

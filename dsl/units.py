@@ -78,6 +78,7 @@ def _table() -> dict:
         "parameters": (Fraction(1), PARAMS),
         "tokens": (Fraction(1), TOKENS), "token": (Fraction(1), TOKENS),
         "s": (Fraction(1), SECONDS), "ms": (Fraction(1, 1000), SECONDS),
+        "us": (Fraction(1, 10**6), SECONDS), "µs": (Fraction(1, 10**6), SECONDS),
         # scale words (dimensionless); 'B' is never a billion
         "thousand": (Fraction(10**3), NONE), "million": (Fraction(10**6), NONE),
         "billion": (Fraction(10**9), NONE), "trillion": (Fraction(10**12), NONE),

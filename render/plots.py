@@ -124,7 +124,7 @@ def tpot_plot(engines: list, devices=("h100_sxm",), contexts=None, fmt: str | No
                 "seconds per decode step (ms)", scale=1e-3)
     for e in engines:
         for device in devices:
-            series = _series(e, device, lambda h, d=device: f"tpot(H={h}, B={batch}, device={d}{fa}, extrapolate=true)",
+            series = _series(e, device, lambda h, d=device: f"tpot(H={h}, B={batch}, device={d}{fa}, extrapolate=true, ignore_fit=true)",
                              contexts)
             plot.series.append(series)
     return plot

@@ -69,7 +69,7 @@ name: toy
 memory: 100000 B
 bandwidth: 1000 B/s
 flops: {bf16: 4000 FLOPs/s}
-link: 10 B/s
+scale_up_link: 10 B/s
 """
 
 
@@ -186,7 +186,10 @@ def test_impossible_splits_are_located_errors(write_spec):
         e.evaluate_text("weight_bytes(tp=0, per_device=true)")
     m = engine_of(write_spec, TOY_MOE)
     with pytest.raises(SpecError, match="ep=3 does not divide the 4 experts"):
-        m.evaluate_text("weight_bytes(ep=3, per_device=true)")
+        m.evaluate_text("weight_bytes(dp=3, ep=3, per_device=true)")
+    # ep spreads the experts over the devices of a stage: it must divide tp·dp
+    with pytest.raises(SpecError, match=r"ep=2 must divide tp·dp = 1"):
+        m.evaluate_text("weight_bytes(ep=2, per_device=true)")
 
 
 def test_shard_declarations_are_checked(write_spec):
@@ -208,8 +211,9 @@ def test_experts_split_over_ep(write_spec, ep):
     experts = 2 * E * 3 * D * FE                     # two layers of E SwiGLU experts
     rest = val(e, "params()") - experts              # replicated on every ep rank
     assert val(e, "params(group=routed_experts)") == experts
-    assert val(e, f"params(ep={ep}, per_device=true)") == rest + experts // ep
-    assert val(e, f"weight_bytes(ep={ep}, per_device=true)") == 2 * (rest + experts // ep)
+    # DP attention: every device holds the non-expert layers whole
+    assert val(e, f"params(dp={ep}, ep={ep}, per_device=true)") == rest + experts // ep
+    assert val(e, f"weight_bytes(dp={ep}, ep={ep}, per_device=true)") == 2 * (rest + experts // ep)
 
 
 def test_norms_are_replicated(write_spec):
@@ -241,9 +245,11 @@ def test_comm_bytes_pp_and_ep_by_hand(write_spec):
     # one boundary send of the [B·P, d] stream per device
     assert val(e, "comm_bytes(B=2, P=4, pp=2, per_device=true, component=pp)") == 2 * 4 * D * 2
     m = engine_of(write_spec, TOY_MOE)
-    # B=4 over ep=2: 2 rows per device, k=2 dispatched each, half of them leave; dispatch + combine
-    per_layer = 2 * sp.Rational(1, 2) * (K * 4 // 2) * D * 2
-    assert val(m, "comm_bytes(B=4, P=1, ep=2, per_device=true)") == 2 * per_layer
+    # B=4 over dp=2 groups, experts over ep=2: a device holds 2 rows; each row's k=2 experts fall
+    # on min(k, ep) = 2 ranks, so each row goes once to the other device, and 2 rows come from
+    # it: 2 rows of d in the dispatch and 2 in the combine, per MoE layer
+    per_layer = 2 * 2 * D * 2
+    assert val(m, "comm_bytes(B=4, P=1, dp=2, ep=2, per_device=true)") == 2 * per_layer
 
 
 # ------------------------------------------------------------------ capacity
@@ -292,12 +298,16 @@ def test_deepseek_v3_latent_replicated(shipped):
     one = val(e, "state_bytes(H=4096, mla=compressed)")
     assert one == 61 * 576 * 2 * 4096 == 287_834_112
     assert val(e, "state_bytes(H=4096, tp=8, per_device=true, mla=compressed)") == one
+    # the latent cache is the default (what engines keep)
+    assert val(e, "state_bytes(H=4096)") == one
     # the expanded cache is per head, so it splits
-    assert val(e, "state_bytes(H=4096, tp=8, per_device=true)") * 8 == val(e, "state_bytes(H=4096)")
+    assert val(e, "state_bytes(H=4096, tp=8, per_device=true, mla=expanded)") * 8 == \
+        val(e, "state_bytes(H=4096, mla=expanded)")
 
 
 def test_mixtral_ep(shipped):
-    assert val(shipped("mixtral_8x7b"), "weight_bytes(ep=8, per_device=true)") == 14_485_561_344
+    # each device its 1 of the 8 experts and the whole of the rest (DP attention) ...
+    assert val(shipped("mixtral_8x7b"), "weight_bytes(dp=8, ep=8, per_device=true)") == 14_485_561_344
 
 
 def test_qwen3_h_max(shipped):
@@ -310,11 +320,12 @@ def test_qwen3_h_max(shipped):
 # ------------------------------------------------------------------ roofline
 def test_tpot_is_bytes_over_bandwidth(shipped):
     e = shipped("llama2_7b")
-    tpot = e.evaluate_text("tpot(H=4096, device=a100_80gb)").value
+    # the step at H = 4095 holds 4096 tokens when it ends: the model's maximum context
+    tpot = e.evaluate_text("tpot(H=4095, device=a100_80gb)").value
     bw = 2_039 * 10 ** 9
     weights = val(e, "weight_read_bytes()") + 4096 * 2           # + the one embedding row gathered
-    kv_read = val(e, "decode_read_bytes(H=4096, component=kv)")
-    kv_write = val(e, "decode_write_bytes(H=4096, extrapolate=true)")
+    kv_read = val(e, "decode_read_bytes(H=4095, component=kv)")
+    kv_write = val(e, "decode_write_bytes(H=4095)")
     assert tpot == sp.Rational(weights + kv_read + kv_write, bw)
     # the one token's KV write is the only difference from (weights + KV read) / bandwidth
     assert abs(tpot - sp.Rational(weights + kv_read, bw)) / tpot < sp.Rational(1, 3000)
@@ -370,7 +381,7 @@ def test_tpot_plot_has_a_series_per_device(shipped):
 
     p = make_plot("tpot", [shipped("llama2_7b")], contexts=[1024, 4096], device="a100_80gb,h100_sxm")
     assert [s.component for s in p.series] == ["a100_80gb", "h100_sxm"]
-    assert p.series[0].ys[1] == shipped("llama2_7b").evaluate_text("tpot(H=4096, device=a100_80gb)").value
+    assert p.series[0].ys[1] == shipped("llama2_7b").evaluate_text("tpot(H=4096, device=a100_80gb, extrapolate=true)").value
 
 
 # ------------------------------------------------------------------ ZeRO
