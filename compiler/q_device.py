@@ -86,6 +86,43 @@ class DeviceQueries:
         value = a.quantity("flops", _FLOP_RATE, None)
         return value if value is not None else self._device_rate(device, dtype or a.name("dtype"), a.loc)
 
+    # efficiency=peak (the datasheet, default) or measured (the device file's `measured:` rates,
+    # each with its source); mfu= and mbu= scale either
+    def _efficiency(self, a):
+        which = a.name("efficiency") or "peak"
+        if which not in ("peak", "measured"):
+            raise SpecError(f"no efficiency '{which}'", a._node_loc("efficiency"),
+                            expected="efficiency=peak (the datasheet) or efficiency=measured (the device's measured rates)")
+        return which
+
+    def _measured(self, device, key, loc):
+        path, hw = self._device_file(device, loc)
+        table = hw.get("measured") if hasattr(hw, "get") else None
+        if table is None or not hasattr(table, "get") or table.get(key) is None:
+            raise SpecError(f"device '{device}' ({path.name}) gives no measured {key}", loc,
+                            expected=f"measured: {{{key}: ..., source: ...}} in {path.name}, or efficiency=peak")
+        return path, table[key]
+
+    def _peak_of(self, a, device):
+        """The FLOP/s a time query applies: flops=, else the measured or datasheet rate of dtype=."""
+        if self._efficiency(a) == "peak" or a.raw("flops") is not None:
+            return self._flops_of(a, device)
+        path, table = self._measured(device, "flops", a.loc)
+        dtype = a.name("dtype")
+        if dtype is None:
+            dtype = next((t for t in _DEFAULT_DTYPES if t in table), None)
+        if dtype not in table:
+            raise SpecError(f"device '{device}' gives no measured {dtype} rate", a.loc,
+                            expected="dtype= one of " + ", ".join(table) + ", or efficiency=peak")
+        return self._device_value(path, table[dtype], _FLOP_RATE, "flops 788 TFLOPs/s")
+
+    def _memory_rate_of(self, a, device):
+        """The memory bandwidth a time query applies: bandwidth=, else the measured or datasheet rate."""
+        if self._efficiency(a) == "peak" or a.raw("bandwidth") is not None:
+            return self._bandwidth_of(a, device)
+        path, node = self._measured(device, "bandwidth", a.loc)
+        return self._device_value(path, node, _BYTE_RATE, "bandwidth 4.3 TB/s")
+
     def _optional_field(self, device, field, dims, loc, example):
         path, hw = self._device_file(device, loc)
         if not hasattr(hw, "get") or hw.get(field) is None:
@@ -163,5 +200,7 @@ class DeviceQueries:
         else:
             value = self._scale_up_of(device, a.loc)
             if value is None:
-                self._device_field(device, "scale_up_link", _BYTE_RATE, a.loc, "450 GB/s")
+                path, _ = self._device_file(device, a.loc)
+                raise SpecError(f"device '{device}' ({path.name}) gives no 'scale_up_link:' (nor a legacy 'link:')",
+                                a.loc, expected=f"scale_up_link: 450 GB/s (per direction) in {path}")
         return Quantity(value, _BYTE_RATE)

@@ -77,9 +77,12 @@ class MemoryQueries:
         min(local experts, the k/ep share of the stage's assignments) on the device), of
         lookup tables the rows its group gathered."""
         dep = dep or Deployment()
-        decode = scenario or {B: batch, S: H, P: sp.Integer(1)}   # a decode step unless a call is given
-        total_b = decode[B]
-        group = {**decode, B: dep.requests_per_device(total_b)}
+        scenarios = scenario if isinstance(scenario, list) else [scenario or {B: batch, S: H, P: sp.Integer(1)}]
+
+        def rows_of(expr, grouped):     # summed over the step's parts (a decode step unless a call is given)
+            return sp.Add(*[substitute(expr, {**sc, B: dep.requests_per_device(sc[B])} if grouped else sc)
+                            for sc in scenarios])
+
         out = []
         for op in model.ops:
             shared, rows_read = sp.Integer(0), sp.Integer(0)
@@ -87,10 +90,10 @@ class MemoryQueries:
             for w in op.weights:
                 bpp = self._bytes_per_param(model, fmt, w.group)
                 if op.lookup:
-                    rows_read += substitute(op.lookup_rows, group) * w.shape[-1] * bpp
+                    rows_read += rows_of(op.lookup_rows, True) * w.shape[-1] * bpp
                 elif op.experts != 1:
                     local = op.experts * ep_fraction(op, dep, loc) if dep.ep > 1 else op.experts
-                    routed = substitute(op.rows, decode)
+                    routed = rows_of(op.rows, False)
                     touched = exact_min(local, sp.ceiling(routed / dep.ep) if dep.ep > 1 else routed)
                     shared += w.params / op.experts * tp_fraction(op, dep, loc) * touched * bpp
                 else:

@@ -28,6 +28,7 @@ B / tpot(H, B) tokens per second of the whole deployment (dp instances in parall
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import sympy as sp
@@ -95,22 +96,32 @@ class TimeQueries:
 
     def roofline(self, model, a, batch, cached, new):
         """The rows of one call (the most loaded device) and the communication seconds."""
+        return self.roofline_step(model, a, [(batch, cached, new)])
+
+    def roofline_step(self, model, a, parts):
+        """The rows of one engine step that runs several groups of rows at once, parts =
+        [(requests, cached, new), ...] (a prefill chunk beside decode rows): each op's FLOPs,
+        state and activation traffic add over the parts, its weights are read once (routed
+        experts: those the parts' rows together can touch), and each collective moves the
+        parts' rows together at one latency."""
         device = a.name("device", required=True)
         dep = self._deployment(a, ("tp", "pp", "ep", "dp"))
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
-        peak = self._flops_of(a, device) * _fraction(a, "mfu")
-        bandwidth = self._bandwidth_of(a, device) * _fraction(a, "mbu")
+        peak = self._peak_of(a, device) * _fraction(a, "mfu")
+        bandwidth = self._memory_rate_of(a, device) * _fraction(a, "mbu")
         with_activations = _flag(a, "activations")
         act_bytes = self._act_bytes(a)
         fmt = self._format(a.name("format"), a.loc)
-        scenario = {B: batch, S: cached, P: new}
-        group_b = dep.requests_per_device(batch)
+        scenarios = [{B: batch, S: cached, P: new} for batch, cached, new in parts]
 
         # weights each op reads (per device)
         per_op_reads = {op_id: mult * (shared + rows_read) for _, _, mult, shared, rows_read, op_id
-                        in self._weight_read_terms(model, fmt, batch, dep, a.loc, scenario)}
+                        in self._weight_read_terms(model, fmt, parts[0][0], dep, a.loc, scenarios)}
         # state traffic per store use, attributed to the first attention op of its block
-        state = self._state_traffic(model, fmt, dep, batch, cached, new, a.loc)
+        state = {}
+        for batch, cached, new in parts:
+            for key, amount in self._state_traffic(model, fmt, dep, batch, cached, new, a.loc).items():
+                state[key] = state.get(key, 0) + amount
         attention_of = {}
         for op in model.ops:
             if op.kind in _ATTENTION_KINDS:
@@ -125,7 +136,8 @@ class TimeQueries:
         placement = activation_placement(model, dep, a.loc) if with_activations else {}
 
         def at(expr, where):
-            return substitute(expr, {**scenario, B: batch if where == "stage" else group_b})
+            return sp.Add(*[substitute(expr, {**sc, B: sc[B] if where == "stage" else dep.requests_per_device(sc[B])})
+                            for sc in scenarios])
 
         rows = []
         for op in model.ops:
@@ -144,15 +156,19 @@ class TimeQueries:
             if use_key not in attention_of and amount != 0:
                 rows.append(RooflineRow(f"{use_key[0]} {use_key[1]} state", "state", sp.Integer(0), amount,
                                         sp.Integer(0), amount / bandwidth))
-        comm_s = self._comm_seconds(model, a, device, dep, scenario, act_bytes)
+        comm_s = self._comm_seconds(model, a, device, dep, scenarios, act_bytes)
         return rows, comm_s, _flag(a, "overlap")
 
-    def _comm_seconds(self, model, a, device, dep, scenario, act_bytes):
-        """Every collective of the call, all stages in turn, and every pipeline send."""
+    def _comm_seconds(self, model, a, device, dep, scenarios, act_bytes):
+        """Every collective of the step, all stages in turn, and every pipeline send; the
+        parts' rows travel together (sizes add, one latency)."""
         if (dep.tp, dep.pp, dep.dp) == (1, 1, 1):
             return sp.Integer(0)
         links = self._links_of(a, device)
-        colls = self._collectives(model, dep, scenario, act_bytes, a.loc, links.gpus_per_node)
+        per_part = [self._collectives(model, dep, sc, act_bytes, a.loc, links.gpus_per_node) for sc in scenarios]
+        colls = per_part[0]
+        for other in per_part[1:]:
+            colls = [dataclasses.replace(c, size=c.size + o.size) for c, o in zip(colls, other)]
         return sp.Add(*[c.mult * collective_seconds(c, links, a.loc) for c in colls])
 
     def _state_traffic(self, model, fmt, dep, batch, cached, new, loc) -> dict:
@@ -183,7 +199,10 @@ class TimeQueries:
                         for c in self._collectives(model, dep, scenario, act_bytes, loc)])
 
     def _call_seconds(self, model, a, batch, cached, new):
-        rows, comm_s, overlap = self.roofline(model, a, batch, cached, new)
+        return self._step_seconds(model, a, [(batch, cached, new)])
+
+    def _step_seconds(self, model, a, parts):
+        rows, comm_s, overlap = self.roofline_step(model, a, parts)
         # the rows behind the last time query, for `specc table --kind roofline`
         self.last_roofline = (rows, comm_s, overlap)
         compute = sp.Add(*[r.time for r in rows])
@@ -205,11 +224,42 @@ class TimeQueries:
         return Quantity(seconds, SECONDS, ext)
 
     def q_ttft(self, model, a):
-        batch, new = a.scenario("B", 1), a.scenario("P")
+        """One request's time to first token: its prompt of P tokens prefilled in chunks of
+        max_num_batched_tokens − B tokens (vLLM's chunked prefill: every step's token budget
+        serves the B running decode rows first, the prompt's next chunk takes the rest; the
+        whole prompt in one step without a budget), each step beside B other requests
+        decoding at context H. ttft is the sum of those steps' times."""
+        a.used.update(_TIME_ARGS)
+        new, others = a.scenario("P"), a.scenario("B", 0)
         if isinstance(new, sp.Integer) and new < 1:
             raise SpecError("P must be at least 1", a.loc, expected="P >= 1")
-        seconds, ext = self._timed(model, a, batch, sp.Integer(0), new)
-        return Quantity(seconds, SECONDS, ext)
+        length = a.scenario("H") if others != 0 else sp.Integer(0)
+        budget = a.raw("max_num_batched_tokens")
+        if budget is not None and not (isinstance(budget, sp.Integer) and budget >= 1):
+            raise SpecError(f"'max_num_batched_tokens=' takes a positive number of tokens, got {budget}",
+                            a._node_loc("max_num_batched_tokens"), expected="max_num_batched_tokens=8192")
+        context = new if others == 0 else sp.Max(new, length + 1)
+        ext = a.check_context(model, new)
+        if others != 0:
+            ext = a.check_context(model, length + 1) or ext
+        a.name("device", required=True)
+        self.check_fit(model, a, others + 1, context)
+        decode = [(others, length, sp.Integer(1))] if others != 0 else []
+        if budget is None:
+            return Quantity(self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(0), new)] + decode), SECONDS, ext)
+        chunk = budget - others
+        if chunk < 1:
+            raise SpecError(f"max_num_batched_tokens={budget} leaves no room for a prefill chunk beside "
+                            f"{others} decode rows", a._node_loc("max_num_batched_tokens"),
+                            expected=f"max_num_batched_tokens > B = {others}")
+        if not isinstance(new, sp.Integer):
+            raise SpecError("chunked prefill needs a concrete P", a.loc, expected="P=<integer>")
+        total, done = sp.Integer(0), 0
+        while done < new:
+            step = min(chunk, new - done)
+            total += self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(done), sp.Integer(step))] + decode)
+            done += step
+        return Quantity(total, SECONDS, ext)
 
     def q_tpot(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B", 1)

@@ -55,6 +55,8 @@ class Deployment:
     ep: int = 1
     dp: int = 1
     per_device: bool = False
+    experts_over_dp: bool = True   # inference (vLLM): experts span tp·dp; training (Megatron): tp only
+
 
     @property
     def trivial(self) -> bool:
@@ -72,7 +74,7 @@ class Deployment:
     @property
     def etp(self) -> int:
         """Expert tensor parallelism: the devices each routed expert is split over."""
-        return self.tp * self.dp // self.ep
+        return (self.tp * self.dp if self.experts_over_dp else self.tp) // self.ep
 
     def check(self, loc) -> "Deployment":
         if (self.tp * self.dp) % self.ep:

@@ -48,6 +48,15 @@ ceil(B / dp) sequences of one rank on the most loaded pipeline stage's layers; t
 are not split over tp (no sequence parallelism). Without per_device=true the deployment
 arguments are not used: train_memory is the whole model's.
 
+*Conventions of the frameworks* (convention=): `megatron` is the precision recipe above
+with Adam (18 B per parameter; zero=1 is its distributed optimizer, 6 + 12/dp on the
+most loaded shard: 6·n + 12·ceil(n/dp)); `deepspeed` is DeepSpeed's own estimators'
+sum of the model states (estimate_zero2/zero3_model_states_mem_needs, no offload):
+zero=1|2: 4·n + floor(16·n/dp); zero=3: floor(18·n/dp) + 4·(largest layer's params).
+*ZeRO-3's working set*: a rank gathers one layer's full weights (and holds its
+gradients) at a time; the largest op's parameters (one expert's for routed experts),
+at the weight and gradient bytes of the recipe, are added to the static state.
+
 *Training FLOPs* of one step on B sequences of P tokens are (1 + backward +
 recompute) forward passes: the forward matrix FLOPs (flops(B, S=0, P) with the
 spec's options, e.g. head=all), a backward pass of `backward` = 2 forwards
@@ -64,7 +73,7 @@ from ..dsl.parser import parse_expr
 from ..dsl.units import BYTES, FLOPS
 from ..dsl.yamlload import Map
 from .query_base import Quantity, _env
-from .sharding import weight_fraction
+from .sharding import Deployment, weight_fraction
 
 # precision recipe: component -> dtype (bytes per parameter)
 PRECISIONS = {
@@ -72,7 +81,11 @@ PRECISIONS = {
     "mixed_fp16": {"weights": "fp16", "gradients": "fp16", "master": "fp32"},
     "bf16": {"weights": "bf16", "gradients": "bf16"},
     "fp32": {"weights": "fp32", "gradients": "fp32"},
+    # Megatron-LM: BF16 weights, FP32 main gradients and FP32 main weights (theoretical_memory_usage.py:
+    # 18 bytes per parameter with Adam; 6 + 12/dp with the distributed optimizer, i.e. zero=1)
+    "megatron": {"weights": "bf16", "gradients": "fp32", "master": "fp32"},
 }
+CONVENTIONS = ("megatron", "deepspeed")
 # optimizer recipe: state name -> dtype (bytes per parameter)
 OPTIMIZERS = {
     "adam": {"m": "fp32", "v": "fp32"},
@@ -199,9 +212,24 @@ class TrainingQueries:
             per_stage.append(self._activation_bytes(model, tr, policy, batch, seq, loc, sub))
         return self._most_loaded(per_stage)
 
+    def _largest_layer(self, model, dep, loc):
+        """The largest op's parameters on one device (per expert for routed experts): the
+        working set ZeRO-3 gathers at a time (DeepSpeed's largest_layer_params)."""
+        from .sharding import tp_fraction
+
+        return max((op.params() / op.experts * tp_fraction(op, dep, loc) for op in model.ops if op.weights),
+                   default=sp.Integer(0))
+
     def q_train_memory(self, model, a):
         tr = self._training()
-        prec_name = a.name("precision") or "mixed"
+        convention = a.name("convention")
+        if convention is not None and convention not in CONVENTIONS:
+            raise SpecError(f"no training convention '{convention}'", a._node_loc("convention"),
+                            expected=did_you_mean(convention, CONVENTIONS))
+        if convention is not None and a.raw("precision") is not None:
+            raise SpecError(f"convention={convention} fixes the precision recipe", a._node_loc("precision"),
+                            expected="precision= or convention=, not both")
+        prec_name = a.name("precision") or ("megatron" if convention == "megatron" else "mixed")
         opt_name = a.name("optimizer") or "adam"
         if prec_name not in tr.precisions:
             raise SpecError(f"unknown precision '{prec_name}'", a.loc, expected=did_you_mean(prec_name, tr.precisions))
@@ -219,7 +247,8 @@ class TrainingQueries:
             "optimizer": ({"master"} & set(precision)) | set(optimizer),
             "moments": set(optimizer),
         }.get(component, {component})
-        dep = self._deployment(a, ("tp", "pp", "dp"))
+        raw = self._deployment(a, ("tp", "pp", "dp"))
+        dep = Deployment(raw.tp, raw.pp, 1, raw.dp, raw.per_device, experts_over_dp=False)
         zero = self._zero(a)
         if not dep.per_device and (zero or not dep.trivial):
             raise SpecError("tp=, pp=, dp= and zero= size one device: add per_device=true", a.loc,
@@ -228,16 +257,23 @@ class TrainingQueries:
         if dep.per_device:
             terms = [(op.layers, op.segment, op.mult, op.params() * weight_fraction(op, dep, a.loc)) for op in model.ops]
             n_params = self._most_loaded(self._per_stage(model, dep, terms, a.loc))
-        # the ZeRO stage from which each component is partitioned over dp
-        zero_from = {"weights": 3, "gradients": 2}
         total = sp.Integer(0)
-        for part in sorted(picked - {"activations"}):
-            recipe = precision if part in _PRECISION_KEYS else optimizer
-            if part in recipe:
-                held = n_params
-                if dep.dp > 1 and zero >= zero_from.get(part, 1):
-                    held = sp.ceiling(n_params / dep.dp)
-                total += held * self._dtype_bytes(model, recipe[part], a.loc)
+        if convention == "deepspeed":
+            total += self._deepspeed_states(model, a, component, picked, n_params, dep, zero)
+        else:
+            # the ZeRO stage from which each component is partitioned over dp
+            zero_from = {"weights": 3, "gradients": 2}
+            for part in sorted(picked - {"activations"}):
+                recipe = precision if part in _PRECISION_KEYS else optimizer
+                if part in recipe:
+                    held = n_params
+                    if dep.dp > 1 and zero >= zero_from.get(part, 1):
+                        held = sp.ceiling(n_params / dep.dp)
+                    total += held * self._dtype_bytes(model, recipe[part], a.loc)
+            if zero == 3 and dep.dp > 1 and component in (None, "static"):
+                working = sum(self._dtype_bytes(model, precision[p], a.loc) for p in ("weights", "gradients")
+                              if p in precision)
+                total += working * self._largest_layer(model, dep, a.loc)
         if "activations" in picked:
             if component == "activations" or a.raw("P") is not None:
                 policy = self._policy(tr, a)
@@ -250,6 +286,21 @@ class TrainingQueries:
             else:
                 a.scenario("P")   # the total needs the sequence length: a located 'missing P=' error
         return Quantity(total, BYTES)
+
+    def _deepspeed_states(self, model, a, component, picked, n_params, dep, zero):
+        """DeepSpeed's estimators of the model states per GPU (no offload): zero=1|2
+        4·n + int(16·n/dp); zero=3 int(18·n/dp) + 4·largest layer."""
+        if component not in (None, "static", "activations"):
+            raise SpecError("convention=deepspeed sizes the model states as one sum, as its estimators do",
+                            a._node_loc("component"), expected="component=static or component=activations")
+        if "activations" in picked and len(picked) == 1:
+            return sp.Integer(0)
+        if zero == 0:
+            raise SpecError("DeepSpeed's estimators size ZeRO stages 1 to 3", a._node_loc("convention"),
+                            expected="zero=1, 2 or 3 with convention=deepspeed")
+        if zero == 3:
+            return sp.floor(18 * n_params / dep.dp) + 4 * self._largest_layer(model, dep, a.loc)
+        return 4 * n_params + sp.floor(16 * n_params / dep.dp)
 
     def q_train_flops(self, model, a):
         from .expressions import Evaluator

@@ -392,11 +392,41 @@ def test_zero_stages(shipped):
     assert val(e, static.format(z=0)) == 16 * n
     assert val(e, static.format(z=1)) == 4 * n + 12 * sp.ceiling(sp.Rational(n, 8))
     assert val(e, static.format(z=2)) == 2 * n + 14 * sp.ceiling(sp.Rational(n, 8))
-    assert val(e, static.format(z=3)) == 16 * sp.ceiling(sp.Rational(n, 8))
+    # ZeRO-3 also holds the largest layer gathered, weights and gradients (BF16): the
+    # 32,000 x 4,096 embedding
+    assert val(e, static.format(z=3)) == 16 * sp.ceiling(sp.Rational(n, 8)) + (2 + 2) * 32000 * 4096
     with pytest.raises(SpecError, match="per_device=true"):
         e.evaluate_text("train_memory(component=static, dp=8, zero=1)")
     with pytest.raises(SpecError, match="ZeRO stage"):
         e.evaluate_text("train_memory(component=static, dp=8, zero=4, per_device=true)")
+
+
+def test_training_conventions(shipped):
+    e = shipped("llama2_7b")
+    n = val(e, "params()")
+    # Megatron-LM (theoretical_memory_usage.py): 18 B per parameter; with the distributed
+    # optimizer 6 + 12/dp, the most loaded shard holding ceil(n/dp)
+    assert val(e, "train_memory(component=static, convention=megatron)") == 18 * n == 121_291_481_088
+    assert val(e, "train_memory(component=static, convention=megatron, dp=8, zero=1, per_device=true)") == \
+        6 * n + 12 * sp.ceiling(sp.Rational(n, 8))
+    # DeepSpeed's estimators (no offload): ZeRO-2 4n + int(16n/N); ZeRO-3 int(18n/N) + 4 x largest layer
+    assert val(e, "train_memory(component=static, convention=deepspeed, dp=8, zero=2, per_device=true)") == \
+        4 * n + 16 * n // 8
+    assert val(e, "train_memory(component=static, convention=deepspeed, dp=8, zero=3, per_device=true)") == \
+        18 * n // 8 + 4 * 32000 * 4096
+    with pytest.raises(SpecError, match="no training convention 'nemo'"):
+        e.evaluate_text("train_memory(component=static, convention=nemo)")
+    with pytest.raises(SpecError, match="fixes the precision"):
+        e.evaluate_text("train_memory(component=static, convention=megatron, precision=bf16)")
+    with pytest.raises(SpecError, match="ZeRO stages 1 to 3"):
+        e.evaluate_text("train_memory(component=static, convention=deepspeed)")
+
+
+def test_training_keeps_experts_replicated_over_dp(shipped):
+    # Megatron's default expert layout: experts split over tp (etp = tp), replicated over dp
+    e = shipped("mixtral_8x7b")
+    n = val(e, "params()")
+    assert val(e, "train_memory(component=weights, dp=8, per_device=true)") == 2 * n
 
 
 def test_readme_deployment_examples_are_true(shipped):

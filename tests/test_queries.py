@@ -397,7 +397,7 @@ def test_device_rates_and_ridge_point(qwen_engine):
     assert value(qwen_engine, "device_flops(device=a100_80gb, flops=100 TFLOPs / 1 s)") == 10**14
     with pytest.raises(SpecError, match="gives no fp4 rate"):
         quantity(qwen_engine, "device_flops(device=h100_sxm, dtype=fp4)")
-    with pytest.raises(SpecError, match="gives no 'link:'"):
+    with pytest.raises(SpecError, match="gives no 'scale_up_link:'"):
         quantity(qwen_engine, "device_link(device=rtx_4090)")
 
 
