@@ -68,7 +68,8 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
         ("b_max", "device=, H, workspace=0 B, format=, memory=, block=, tp=1, pp=1, ep=1, dp=1", "",
          "requests that fit on the deployment (workspace= and memory= per device)"),
         ("h_max", "device=, B=1, workspace=0 B, format=, memory=, block=, tp=1, pp=1, ep=1, dp=1", "tokens",
-         "the longest context at which B requests fit (block=: entries round up to whole blocks)"),
+         "the longest context at which B requests fit (block=: entries round up to whole blocks); at most "
+         "max_context unless extrapolate=true"),
     ],
     "device": [
         ("device_memory", "device=, memory=", "B",
@@ -76,26 +77,33 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
         ("device_flops", "device=, dtype=bf16, flops=", "FLOPs/s",
          "a device's peak dense matrix FLOP/s for a data type (bf16, else fp16 where it has no bf16)"),
         ("device_bandwidth", "device=, bandwidth=", "B/s", "a device's memory bandwidth"),
-        ("device_link", "device=, link=nvlink|host", "B/s",
-         "a device's device-to-device (or host) link bandwidth, both directions added"),
+        ("device_link", "device=, link=scale_up|scale_out|host", "B/s",
+         "a device's link rate per direction: scale-up (NVLink, xGMI, ICI; the default), scale-out (the NIC, "
+         "per GPU) or host (PCIe)"),
     ],
     "deployment": [
-        ("comm_bytes", "B=1, S=0, P, tp=1, pp=1, ep=1, per_device=false, component=tp|ep|pp, act_bytes=2", "B",
-         "bytes one device sends in one call (ring all-reduce, all-gather, all-to-all, pipeline sends)"),
+        ("comm_bytes", "B=1, S=0, P, tp=1, pp=1, ep=1, dp=1, per_device=false, component=tp|ep|pp, act_bytes=2", "B",
+         "bytes of one call's collectives on the most loaded device, per phase the larger of sent and received "
+         "(ring all-reduce, all-gather, expert all-to-all, pipeline sends)"),
     ],
     "time": [
         ("call_time", "B=1, S=0, P, device=, dtype=, format=, tp=1, pp=1, ep=1, dp=1, mfu=1, mbu=1, "
-                      "overlap=false, activations=false, act_bytes=2, flops=, bandwidth=", "s",
-         "roofline time of one call: Σ ops max(FLOPs/(peak·mfu), bytes/(bandwidth·mbu)) + comm bytes/link"),
-        ("ttft", "P, B=1, device=, ...", "s", "time to first token: the prefill call of P tokens (S = 0)"),
+                      "efficiency=peak|measured, overlap=false, activations=false, act_bytes=2, flops=, bandwidth=, "
+                      "link_bandwidth=, scale_out_bandwidth=, latency=, memory=, workspace=0 B, ignore_fit=false", "s",
+         "roofline time of one call on the busiest device: Σ ops max(FLOPs/(peak·mfu), bytes/(bandwidth·mbu)) "
+         "+ Σ collectives (latency + bytes/link per direction); none for a deployment that does not fit"),
+        ("ttft", "P, B=0, H=, max_num_batched_tokens=, device=, ...", "s",
+         "one request's time to first token beside B requests decoding at context H (chunked prefill: "
+         "chunks of max_num_batched_tokens − B tokens; the whole prompt in one step without it)"),
         ("tpot", "H, B=1, device=, ...", "s", "time per output token: one decode step at context H (S = H, P = 1)"),
         ("throughput", "H, B, device=, ...", "tokens/s", "decode tokens per second of B requests at context H"),
     ],
     "training": [
-        ("train_memory", "B=1, P, precision=mixed, optimizer=adam, component=, checkpointing=, "
+        ("train_memory", "B=1, P, precision=mixed, optimizer=adam, convention=, component=, checkpointing=, "
                          "tp=1, pp=1, dp=1, zero=0, per_device=false", "B",
          "training memory; component weights|gradients|master|<optimizer state>|moments|optimizer|static|"
-         "activations; zero=1|2|3 partitions optimizer states, + gradients, + weights over dp"),
+         "activations; zero=1|2|3 partitions optimizer states, + gradients, + weights over dp (ZeRO-3 adds the "
+         "largest layer gathered); convention=megatron|deepspeed their formulas"),
         ("train_flops", "B=1, P, checkpointing=, backward=2, <option>=", "FLOPs",
          "matrix FLOPs of one training step: (1 + backward + recompute) forward passes"),
     ],

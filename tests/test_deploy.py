@@ -442,6 +442,15 @@ def test_readme_deployment_examples_are_true(shipped):
         assert val(shipped(spec), query) == int(number.replace(",", "")), query
         checked += 1
     assert checked >= 10
+    # the times, to the digits printed
+    timed = 0
+    for spec, query, number, unit in re.findall(
+            r"specc eval specs/(\w+)\.yaml '([^']+)'\s+# ≈ ([\d,.]+) (ms|tokens/s)", section):
+        value = float(val(shipped(spec), query)) * (1000 if unit == "ms" else 1)
+        digits = len(number.split(".")[1]) if "." in number else 0
+        assert round(value, digits) == float(number.replace(",", "")), query
+        timed += 1
+    assert timed >= 6
 
 
 def test_decode_reads_per_device(shipped):

@@ -361,3 +361,52 @@ def test_view_ops_are_free(write_spec):
     e = engine_of(write_spec, TOY)          # qk_norm: 0 makes q_norm and k_norm views
     e.evaluate_text("call_time(B=1, S=0, P=4, device=toy, activations=true)")
     assert not [r for r in e.last_roofline[0] if r.kind == "view"]
+
+
+# ------------------------------------------------------------------ serving times
+def test_ttft_alone_is_the_prefill_call(write_spec):
+    e = engine_of(write_spec, TOY)
+    assert e.evaluate_text("ttft(P=9, device=toy)").value == e.evaluate_text("call_time(B=1, S=0, P=9, device=toy)").value
+
+
+def test_ttft_chunks_the_prompt_by_the_token_budget(write_spec):
+    e = engine_of(write_spec, TOY)
+    # a budget of 4 tokens: chunks of 4, 4 and 1 after 0, 4 and 8 cached tokens
+    chunks = sum(e.evaluate_text(f"call_time(B=1, S={s}, P={p}, device=toy)").value for s, p in ((0, 4), (4, 4), (8, 1)))
+    assert e.evaluate_text("ttft(P=9, device=toy, max_num_batched_tokens=4)").value == chunks
+    with pytest.raises(SpecError, match="leaves no room"):
+        e.evaluate_text("ttft(P=9, B=4, H=3, device=toy, max_num_batched_tokens=4)")
+
+
+def test_ttft_beside_decoding_requests_shares_each_step(write_spec):
+    e = engine_of(write_spec, TOY)
+    mixed = e.evaluate_text("ttft(P=6, B=3, H=5, device=toy)").value
+    rows, _, _ = e.last_roofline
+    e.evaluate_text("call_time(B=1, S=0, P=6, device=toy)")
+    prefill = {r.name: r for r in e.last_roofline[0]}
+    e.evaluate_text("call_time(B=3, S=5, P=1, device=toy)")
+    decode = {r.name: r for r in e.last_roofline[0]}
+    for r in rows:            # FLOPs add; weights are read once for both
+        assert r.flops == prefill[r.name].flops + decode[r.name].flops
+        assert r.bytes <= prefill[r.name].bytes + decode[r.name].bytes
+    alone = e.evaluate_text("ttft(P=6, device=toy)").value
+    assert alone < mixed < alone + e.evaluate_text("tpot(H=5, B=3, device=toy)").value
+    # with a budget of 5 tokens, 3 go to the decode rows: chunks of 2
+    chunked = e.evaluate_text("ttft(P=6, B=3, H=5, device=toy, max_num_batched_tokens=5)").value
+    assert chunked > mixed
+
+
+def test_measured_efficiency_is_selectable(shipped):
+    e = shipped("llama2_70b")
+    peak = e.evaluate_text("ttft(P=4096, device=h200, tp=8, latency=0 s)").value
+    rows_peak = e.last_roofline[0]
+    measured = e.evaluate_text("ttft(P=4096, device=h200, tp=8, latency=0 s, efficiency=measured)").value
+    rows = e.last_roofline[0]
+    assert measured > peak
+    for fast, slow in zip(rows_peak, rows):
+        assert slow.compute_s == fast.compute_s * sp.Rational(989_500, 788_000)
+        assert slow.memory_s == fast.memory_s * sp.Rational(48, 43)
+    with pytest.raises(SpecError, match="gives no measured flops"):
+        e.evaluate_text("ttft(P=4096, device=h100_sxm, tp=8, efficiency=measured)")
+    with pytest.raises(SpecError, match="no efficiency 'best'"):
+        e.evaluate_text("ttft(P=4096, device=h200, tp=8, efficiency=best)")
