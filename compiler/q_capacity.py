@@ -96,7 +96,8 @@ class CapacityQueries:
         length = a.scenario("H")
         ext = a.check_context(model, length)
         fits = [sp.Max(0, sp.floor(f / s.xreplace({H: length}))) for f, s in zip(free, per_request) if s != 0]
-        return Quantity(dep.ep * dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits)), NONE, ext)
+        # each dp group serves its own requests (ep spreads experts, not requests)
+        return Quantity(dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits)), NONE, ext)
 
     def q_h_max(self, model, a):
         free, per_request, dep = self._budget(model, a)

@@ -1,14 +1,15 @@
-"""Time queries: a roofline estimate of one call on a deployment, and the serving
+"""Time queries: a roofline estimate of one engine step on a deployment, and the serving
 figures built from it (ttft, tpot, throughput).
 
 Seconds are approximate by nature (peak rates, no kernel overheads), but every
 input is exact: FLOPs and bytes are the engine's closed forms, the rates are the
-datasheet's, and the result is an exact rational number of seconds.
+datasheet's (or, with efficiency=measured, the device file's cited measurements), and
+the result is an exact rational number of seconds.
 
-The convention, per device of one model instance (tp·pp·ep devices; dp instances
-run side by side):
+The convention, on the busiest device of the deployment (compiler/sharding.py):
   * each op's time is max(FLOPs / (peak · mfu), bytes / (bandwidth · mbu)) where
-    - FLOPs are its matrix FLOPs in the call, times the device's share (sharding.py);
+    - FLOPs are its matrix FLOPs at its group's ceil(B/dp) requests (every request of the
+      stage for routed experts), times the device's share;
     - bytes are the weight bytes it reads (every weight once; routed experts only those
       the rows can touch; lookup tables the rows gathered) plus the state bytes of the
       stores its block declares: a call of P new tokens after S cached reads the `reads:`
@@ -16,15 +17,21 @@ run side by side):
       with `writes:` declarations writes those). A store's traffic is attributed to the
       first attention op (attend/score) of the block that declares it, else it is a row
       of its own with no FLOPs;
-    - activations=true adds each op's input and output tensors (act_bytes per element);
+    - activations=true adds each op's input and output tensors at the device's share
+      (sharding.activation_placement; views are free), act_bytes per element;
   * peak is the device's rate for dtype= (default bf16, fp16 where it has no bf16);
-  * ops are summed over the whole model (a call passes every pipeline stage in turn);
-  * communication (comm_bytes' collectives, every layer's, and each pipeline boundary)
-    takes bytes / link bandwidth (the device file's `link:`, both directions added) and
-    adds to the compute time, or overlaps it (overlap=true: max of the two).
-ttft(P, B) is the prefill call (S = 0); tpot(H, B) one decode step at context H
-(S = H, P = 1: it reads H entries, as decode_read_bytes(H) does); throughput(H, B) =
-B / tpot(H, B) tokens per second of the whole deployment (dp instances in parallel)."""
+  * ops are summed over the whole model (a call passes every pipeline stage in turn), and
+    so are the collectives (q_deployment.py), each costing its latency plus its bytes over
+    the per-direction rate of the link it crosses (collectives.py); they add to the compute
+    time, or overlap it (overlap=true: max of the two);
+  * one engine step may run several groups of rows (a prefill chunk beside decode rows):
+    their FLOPs and traffic add, the weights are read once, the collectives carry both.
+ttft(P, B, H) is one request's prefill, in chunks of max_num_batched_tokens − B tokens
+(without a budget, one step), beside B requests decoding at context H; tpot(H, B) one
+decode step at context H (S = H, P = 1); throughput(H, B) = B / tpot(H, B) tokens per
+second of the whole deployment. A call of P tokens after S holds S + P tokens when it
+ends (the context rule of every time query), and a deployment that does not fit gets no
+time (q_capacity.check_fit) unless ignore_fit=true."""
 
 from __future__ import annotations
 
@@ -98,7 +105,7 @@ class TimeQueries:
         """The rows of one call (the most loaded device) and the communication seconds."""
         return self.roofline_step(model, a, [(batch, cached, new)])
 
-    def roofline_step(self, model, a, parts):
+    def roofline_step(self, model, a, parts, with_comm=True):
         """The rows of one engine step that runs several groups of rows at once, parts =
         [(requests, cached, new), ...] (a prefill chunk beside decode rows): each op's FLOPs,
         state and activation traffic add over the parts, its weights are read once (routed
@@ -156,7 +163,7 @@ class TimeQueries:
             if use_key not in attention_of and amount != 0:
                 rows.append(RooflineRow(f"{use_key[0]} {use_key[1]} state", "state", sp.Integer(0), amount,
                                         sp.Integer(0), amount / bandwidth))
-        comm_s = self._comm_seconds(model, a, device, dep, scenarios, act_bytes)
+        comm_s = self._comm_seconds(model, a, device, dep, scenarios, act_bytes) if with_comm else sp.Integer(0)
         return rows, comm_s, _flag(a, "overlap")
 
     def _comm_seconds(self, model, a, device, dep, scenarios, act_bytes):
@@ -274,39 +281,47 @@ class TimeQueries:
         return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext)
 
     def roofline_forms(self, choices: dict, fmt: str | None = None, tp: int = 1, pp: int = 1, ep: int = 1,
-                       act_bytes=2, rows: bool = True) -> dict:
+                       act_bytes=2, rows: bool = True, dp: int | None = None) -> dict:
         """The device-free parts of roofline() for symbolic B, S, P, so that a program (the
         explorer) can apply any device's peak, bandwidth and link, and any mfu, mbu, itself:
 
-          {"call": [(name, flops, bytes)], "step": [(name, flops, bytes)] or None, "comm": bytes}
+          {"call": [(name, flops, bytes)], "step": [(name, flops, bytes)] or None, "comm": bytes,
+           "collectives": count}
 
         "call" are the rows of a call of P new tokens after S cached ones, "step" those of a
         decode step (P = 1) when they differ from "call" at P = 1 (a spec whose stores declare
-        `writes:`), "comm" the communication bytes of one device (a call with P = 1 is "comm"
-        at P = 1). A call then takes Σ_rows max(flops / (peak·mfu), bytes / (bandwidth·mbu))
-        + comm / link seconds (max of the two sums with overlap=true), exactly what
-        call_time/ttft/tpot compute. The forms are for one model instance (dp = 1); a
-        deployment with dp instances is the same forms at B = ceil(B/dp): roofline() counts
-        every row of an instance at ceil(B/dp), and the state traffic's ceil(B/(ep·dp))
-        equals ceil(ceil(B/dp)/ep). rows=False answers "comm" alone (no "call", "step")."""
+        `writes:`), "comm" the bytes of the call's collectives on one device and "collectives"
+        how many it runs (each costs the device's collective latency; groups within one node).
+        A call then takes Σ_rows max(flops / (peak·mfu), bytes / (bandwidth·mbu)) + comm / link
+        + collectives · latency seconds (max of the two sums with overlap=true), what
+        call_time/ttft/tpot compute when every group fits in a node. B counts the requests of
+        the deployment (tp, pp, dp, ep); dp=None keeps the explorer's older reading of ep, ep
+        attention-data-parallel ranks (dp = ep). rows=False answers "comm" and "collectives"
+        alone (no "call", "step")."""
         from .query_base import _BYTE_RATE, _FLOP_RATE, _Args
 
+        dp = ep if dp is None else dp
         model = self.model(dict(choices))
+        dep = Deployment(tp, pp, ep, dp, per_device=True).check(None)
+        scenario = {B: B, S: S, P: P}
+        colls = self._collectives(model, dep, scenario, sp.Integer(act_bytes), None) \
+            if (tp, pp, dp) != (1, 1, 1) else []
+        comm = {"comm": sp.Add(*[c.mult * bytes_moved(c, None, None) for c in colls]),
+                "collectives": sum(c.mult for c in colls)}
         if not rows:
-            dep = Deployment(tp, pp, ep, 1, per_device=True)
-            return {"comm": self._comm_latency_bytes(model, dep, {B: B, S: S, P: P}, sp.Integer(act_bytes), None)}
-        unit_rate = {"flops": Quantity(sp.Integer(1), _FLOP_RATE), "bandwidth": Quantity(sp.Integer(1), _BYTE_RATE),
-                     "link_bandwidth": Quantity(sp.Integer(1), _BYTE_RATE)}
+            return comm
+        unit_rate = {"flops": Quantity(sp.Integer(1), _FLOP_RATE), "bandwidth": Quantity(sp.Integer(1), _BYTE_RATE)}
         values = {"device": "<rates given>", **unit_rate, "tp": sp.Integer(tp), "pp": sp.Integer(pp),
-                  "ep": sp.Integer(ep), "act_bytes": sp.Integer(act_bytes) if act_bytes != 2 else None}
+                  "ep": sp.Integer(ep), "dp": sp.Integer(dp),
+                  "act_bytes": sp.Integer(act_bytes) if act_bytes != 2 else None}
         if fmt is not None:
             values["format"] = fmt
         args = _Args({k: v for k, v in values.items() if v is not None}, None, self, {"symbolic_ok": True})
-        # with rates of 1 FLOP/s, 1 B/s and 1 B/s, a row's seconds are its FLOPs and bytes
-        call_rows, comm, _ = self.roofline(model, args, B, S, P)
+        # with rates of 1 FLOP/s and 1 B/s, a row's seconds are its FLOPs and bytes
+        call_rows, _, _ = self.roofline_step(model, args, [(B, S, P)], with_comm=False)
         call = [(r.name, r.flops, r.bytes) for r in call_rows]
         step = None
         if model.writes:            # a decode step writes the declared entries, not the growth
-            step_rows, _, _ = self.roofline(model, args, B, S, sp.Integer(1))
+            step_rows, _, _ = self.roofline_step(model, args, [(B, S, sp.Integer(1))], with_comm=False)
             step = [(r.name, r.flops, r.bytes) for r in step_rows]
-        return {"call": call, "step": step, "comm": comm}
+        return {"call": call, "step": step, **comm}

@@ -410,3 +410,12 @@ def test_measured_efficiency_is_selectable(shipped):
         e.evaluate_text("ttft(P=4096, device=h100_sxm, tp=8, efficiency=measured)")
     with pytest.raises(SpecError, match="no efficiency 'best'"):
         e.evaluate_text("ttft(P=4096, device=h200, tp=8, efficiency=best)")
+
+
+def test_b_max_counts_requests_per_dp_group(write_spec):
+    e = engine_of(write_spec, TOY_MOE)
+    weights = val(e, "weight_bytes(dp=4, ep=4, per_device=true)")
+    per_request = 2 * 2 * NKV * DH * 2 * 64           # two layers' K and V at H = 64
+    # each of the 4 DP-attention devices holds its own requests; ep spreads experts, not requests
+    assert val(e, "b_max(device=toy, H=64, dp=4, ep=4)") == 4 * ((100000 - weights) // per_request)
+    assert val(e, "state_bytes(H=64, B=9, dp=4, ep=4, per_device=true)") == 3 * per_request
