@@ -181,17 +181,15 @@ class DeploymentQueries:
         return out
 
     def _stage_sends(self, model, dep, at, act_bytes, loc, gpus_per_node) -> list:
+        """One send per stage boundary: the stream tensor entering the first op of the stage's
+        first layer (an op node stands for every layer of its run, so the boundary is found by
+        layer, not by op)."""
         stage_of = self._stage_of(model, dep.pp, loc)
-        first_of_stage = {}
-        for op in model.ops:
-            stage = stage_of[op.layers[0]] if op.layers else stage_of[("segment", op.segment)]
-            if stage not in first_of_stage and op.inputs:
-                first_of_stage[stage] = op
         n = dep.stage_devices
         out = []
-        for stage, op in sorted(first_of_stage.items()):
-            if stage == 0:
-                continue
+        for stage in range(1, dep.pp):
+            first = min(l for l, st in stage_of.items() if st == stage and not isinstance(l, tuple))
+            op = next(op for op in model.ops if first in op.layers and op.inputs)
             t = op.inputs[0][1]
             ranks = range((stage - 1) * n, stage * n)
             crosses = gpus_per_node is not None and any(r // gpus_per_node != (r + n) // gpus_per_node

@@ -586,6 +586,9 @@ def roofline_table(engine: QueryEngine, args: str | None = None) -> Table:
     t.rows.append(["total", "", f"{float(sp.Add(*[r.flops for r in rows])) / 1e9:,.3f}",
                    f"{float(sp.Add(*[r.bytes for r in rows])) / 1e6:,.3f}", "", "",
                    f"{float(total.value) * 1e6:,.2f}"])
-    t.notes.append("Per device of the deployment; FLOPs and bytes exact, times at the datasheet peak "
-                   "(mfu/mbu scale them). Conventions: compiler/q_time.py and README 'Deployment sizing'.")
+    rates = "the device's measured rates (its file's `measured:` source)" if "efficiency=measured" in args \
+        else "the datasheet peak"
+    t.notes.append(f"Per device of the deployment; FLOPs and bytes exact, times at {rates} (mfu/mbu scale "
+                   "them); communication is each collective's latency plus its bytes over the per-direction "
+                   "link. Conventions: compiler/q_time.py and README 'Deployment sizing'.")
     return t

@@ -419,3 +419,78 @@ def test_b_max_counts_requests_per_dp_group(write_spec):
     # each of the 4 DP-attention devices holds its own requests; ep spreads experts, not requests
     assert val(e, "b_max(device=toy, H=64, dp=4, ep=4)") == 4 * ((100000 - weights) // per_request)
     assert val(e, "state_bytes(H=64, B=9, dp=4, ep=4, per_device=true)") == 3 * per_request
+
+
+# ------------------------------------------------------------------ partial sums and stage boundaries
+TOY_SHARED = f"""
+model: Toy-Shared-MoE
+imports: [lib/core.yaml, lib/moe.yaml]
+dims: {{d: {D}, L: 2, n_q: {NQ}, n_kv: {NKV}, d_h: {DH}, f_e: {FE}, E: {E}, k: {K}, V: {V}}}
+formats:
+  bf16: {{default: true, weights: {{default: 2}}}}
+stores:
+  kv: {{tags: [kv], bytes: {{default: 2*n_kv*d_h*2}}, shard: n_kv}}
+blocks:
+  layer:
+    params: {{}}
+    inputs: {{x: d}}
+    outputs: [x2]
+    ops:
+      - n1 = rmsnorm(x, norm1[d])
+      - a = gqa_attention(n1; d=d, n_q=n_q, n_kv=n_kv, d_h=d_h, pairs=B*causal_pairs(S, P), qk_norm=0)
+      - x1 = add(x, a)
+      - n2 = rmsnorm(x1, norm2[d])
+      - moe = shared_expert_moe(n2; d=d, E=E, k=k, f=f_e)
+      - x2 = add(x1, moe)
+stack:
+  - {{name: embed, block: token_embedding, with: {{V: V, d: d}}}}
+  - name: layers
+    layers: 0..L-1
+    block: layer
+    state: [{{store: kv, entries: H}}]
+  - {{name: head, block: lm_head, with: {{d: d, V: V, rows: B}}}}
+"""
+
+
+@pytest.mark.parametrize("tp,ep", [(2, 1), (2, 2)])
+def test_routed_and_shared_experts_reduce_once_per_layer(write_spec, tp, ep):
+    e = engine_of(write_spec, TOY_SHARED)
+    b = 3
+    # the routed combine, the gated shared expert and their sum stay partial sums; the add to
+    # the residual all-reduces them once: per layer the attention's and the MoE's, plus the
+    # embedding's, and the head's all-gather
+    allreduce = 2 * sp.Rational(tp - 1, tp) * b * D * 2
+    expected = (2 * 2 + 1) * allreduce + sp.Rational(tp - 1, tp) * b * V * 2
+    assert val(e, f"comm_bytes(B={b}, S=3, P=1, tp={tp}, ep={ep}, per_device=true)") == expected
+
+
+LINKS_DEVICE = """
+name: toy_node
+memory: 100000 B
+bandwidth: 1000 B/s
+flops: {bf16: 4000 FLOPs/s}
+scale_up_link: 10 B/s
+scale_out_link: 1 B/s
+gpus_per_node: 8
+collective_latency: {send: 2 s, all_reduce: 3 s, all_gather: 5 s, reduce_scatter: 7 s, all_to_all: 11 s}
+"""
+
+
+@pytest.mark.parametrize("tp,pp", [(2, 4), (4, 4), (4, 2), (8, 2), (1, 5)])
+def test_stage_boundaries_cross_nodes_by_rank(write_spec, tp, pp):
+    from pathlib import Path
+
+    e = engine_of(write_spec, TOY)
+    (Path(e.spec.path).parent / "hardware" / "toy_node.yaml").write_text(LINKS_DEVICE.lstrip(), encoding="utf-8")
+    b = 2
+    e.evaluate_text(f"call_time(B={b}, S=3, P=1, device=toy_node, tp={tp}, pp={pp})")
+    comm = e.last_roofline[1]
+    e.evaluate_text(f"call_time(B={b}, S=3, P=1, device=toy_node, tp={tp})")
+    without_pp = e.last_roofline[1]
+    # brute force: boundary s sends rank r of stage s-1 to rank r + tp of stage s; it crosses
+    # nodes when any such pair sits on two nodes (the slowest pair sets the step)
+    sends = 0
+    for s in range(1, pp):
+        crosses = any(r // 8 != (r + tp) // 8 for r in range((s - 1) * tp, s * tp))
+        sends += 2 + sp.Rational(b * D * 2, 1 if crosses else 10)
+    assert comm - without_pp == sends
