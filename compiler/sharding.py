@@ -1,9 +1,11 @@
 """Deployment arithmetic: how the declared sharding of ops and stores splits a model
-over tp · pp · ep · dp devices. Pure functions of the compiled Model; no model names.
+over tp · pp · dp devices, its routed experts over ep of them. Pure functions of the
+compiled Model; no model names.
 
 Declarations (in the block library, next to group=):
   shard=column     output width split over tp (Megatron ColumnParallelLinear)
-  shard=row        input width split over tp; its output is all-reduced (RowParallelLinear)
+  shard=row        input width split over tp; its output is a partial sum (RowParallelLinear),
+                   all-reduced where a consumer needs it whole (q_deployment.py)
   shard=heads      split by attention heads over tp (attend, or a grouped matmul)
   shard=vocab      vocabulary split over tp: a lookup table's rows (all-reduce of the
                    embeddings) or the head's output columns (all-gather of the logits)
@@ -21,7 +23,8 @@ Layout (as engines define it; Megatron's "MoE parallel folding", vLLM's --enable
     E/ep experts each, and each expert is split over the rest, etp = tp·dp/ep devices
     (expert tensor parallelism). vLLM `--tensor-parallel-size 8 --enable-expert-parallel` is
     tp=8, ep=8; `--data-parallel-size 8 --enable-expert-parallel` is dp=8, ep=8; tp=8 alone
-    splits every expert 8 ways (etp = 8);
+    splits every expert 8 ways (etp = 8). Training keeps Megatron's default instead (etp = tp,
+    experts replicated over dp: experts_over_dp=False);
   * B counts the requests of the whole deployment; the most loaded group holds ceil(B/dp)
     of them and does all of their non-expert work; routing is balanced: the experts of an
     ep rank receive k/ep of all the stage's rows (expected counts, exact fractions).
@@ -138,16 +141,10 @@ def weight_fraction(op, dep: Deployment, loc) -> sp.Rational:
 
 def work_fraction(op, dep: Deployment, loc) -> sp.Rational:
     """The share of an op's FLOPs (and activation rows) the most loaded device does, of the
-    op's work at the rows it is evaluated at (see work_batch): a non-expert op's split over
+    op's work at the rows it runs on (its group's ceil(B/dp) requests for a non-expert op,
+    every request of the stage for routed experts — q_time.py): a non-expert op's split over
     tp; an expert op's 1/ep of the stage's assignments (balanced routing), split over etp."""
     return tp_fraction(op, dep, loc) * ep_fraction(op, dep, loc)
-
-
-def work_batch(op, dep: Deployment, batch):
-    """The requests whose rows an op runs on the most loaded device: its group's ceil(B/dp)
-    for non-expert ops (the device holding a request does all of its non-expert work), every
-    request of the stage for routed experts (each ep rank serves every group's rows)."""
-    return batch if op.experts != 1 else dep.requests_per_device(batch)
 
 
 def store_fraction(units, dep: Deployment, name: str, loc) -> sp.Rational:

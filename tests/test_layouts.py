@@ -494,3 +494,42 @@ def test_stage_boundaries_cross_nodes_by_rank(write_spec, tp, pp):
         crosses = any(r // 8 != (r + tp) // 8 for r in range((s - 1) * tp, s * tp))
         sends += 2 + sp.Rational(b * D * 2, 1 if crosses else 10)
     assert comm - without_pp == sends
+
+
+# ------------------------------------------------------------------ activation traffic per rank
+def brute_activation_bytes(tp, rows):
+    """Per op of TOY, the most loaded rank's activation bytes (inputs read + outputs written,
+    BF16) from the slices each rank holds: Q/K/V, their rotations and attention by head,
+    the FFN's gate/up/act by column; norms, adds and the row-parallel outputs whole."""
+    from test_deploy import F, L
+
+    def share(units, t):
+        return Fraction(len(owned(units, tp, t)), units)
+
+    out = {}
+    for t in range(tp):
+        q, kv, f = NQ * DH * share(NQ, t), NKV * DH * share(NKV, t), F * share(F, t)
+        per_op = {
+            "layers.norm1": rows * (D + D),
+            "layers.attn_out.q": rows * (D + q), "layers.attn_out.k": rows * (D + kv),
+            "layers.attn_out.v": rows * (D + kv),
+            "layers.attn_out.q_rot": rows * 2 * q, "layers.attn_out.k_rot": rows * 2 * kv,
+            "layers.attn_out.o": rows * (q + D),
+            "layers.ffn.gate": rows * (D + f), "layers.ffn.up": rows * (D + f),
+            "layers.ffn.act": rows * 3 * f, "layers.ffn.down": rows * (f + D),
+        }
+        for name, elements in per_op.items():
+            out[name] = max(out.get(name, 0), L * elements * 2)
+    return out
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_activation_traffic_per_rank(write_spec, tp):
+    e = engine_of(write_spec, TOY)
+    call = f"call_time(B=3, S=0, P=4, device=toy, tp={tp}"
+    e.evaluate_text(call + ")")
+    plain = {r.name: r.bytes for r in e.last_roofline[0]}
+    e.evaluate_text(call + ", activations=true)")
+    with_acts = {r.name: r.bytes for r in e.last_roofline[0]}
+    for name, expected in brute_activation_bytes(tp, 3 * 4).items():
+        assert with_acts[name] - plain.get(name, 0) == expected, name
