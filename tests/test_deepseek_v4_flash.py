@@ -193,13 +193,15 @@ def test_v3_total(v3):
 def test_v3_mla_paths(v3):
     pairs = 8192 * 8193 // 2
     proj = 2 * 8192 * (7168 * 1536 + 1536 * 24576 + 7168 * 576 + 16384 * 7168)
-    expanded = integer(v3, "flops(P=8192, component=attention_interaction)")
+    expanded = integer(v3, "flops(P=8192, mla=expanded, component=attention_interaction)")
     compressed = integer(v3, "flops(P=8192, mla=compressed, component=attention_interaction)")
     assert expanded == 61 * 2 * 128 * (192 + 128) * pairs
     assert compressed == 61 * 2 * 128 * (576 + 512) * pairs
-    exp_proj = integer(v3, "flops(P=8192, component=attention_projection)")
+    exp_proj = integer(v3, "flops(P=8192, mla=expanded, component=attention_projection)")
     cmp_proj = integer(v3, "flops(P=8192, mla=compressed, component=attention_projection)")
     assert exp_proj == 61 * (proj + 2 * 8192 * 512 * 32768)
     assert cmp_proj == 61 * (proj + 2 * (128 * 8192) * 128 * 512 + 2 * (128 * 8192) * 512 * 128)
-    assert integer(v3, "kv_bytes_per_token()") == 61 * 128 * (192 + 128) * 2
+    assert integer(v3, "kv_bytes_per_token(mla=expanded)") == 61 * 128 * (192 + 128) * 2
+    # the default is the latent cache engines keep
+    assert integer(v3, "kv_bytes_per_token()") == 61 * (512 + 64) * 2
     assert integer(v3, "kv_bytes_per_token(mla=compressed)") == 61 * (512 + 64) * 2
