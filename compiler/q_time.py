@@ -232,10 +232,10 @@ class TimeQueries:
 
     def q_ttft(self, model, a):
         """One request's time to first token: its prompt of P tokens prefilled in chunks of
-        max_num_batched_tokens − B tokens (vLLM's chunked prefill: every step's token budget
-        serves the B running decode rows first, the prompt's next chunk takes the rest; the
-        whole prompt in one step without a budget), each step beside B other requests
-        decoding at context H. ttft is the sum of those steps' times."""
+        max_num_batched_tokens − ceil(B/dp) tokens (vLLM's chunked prefill: every step's token
+        budget serves the running decode rows of the request's dp group first, the prompt's next
+        chunk takes the rest; the whole prompt in one step without a budget), each step beside
+        B other requests decoding at context H. ttft is the sum of those steps' times."""
         a.used.update(_TIME_ARGS)
         new, others = a.scenario("P"), a.scenario("B", 0)
         if isinstance(new, sp.Integer) and new < 1:
@@ -254,11 +254,13 @@ class TimeQueries:
         decode = [(others, length, sp.Integer(1))] if others != 0 else []
         if budget is None:
             return Quantity(self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(0), new)] + decode), SECONDS, ext)
-        chunk = budget - others
+        # each dp group schedules its own steps: the budget serves that group's decode rows
+        rows_beside = self._deployment(a, ("tp", "pp", "ep", "dp")).requests_per_device(others)
+        chunk = budget - rows_beside
         if chunk < 1:
             raise SpecError(f"max_num_batched_tokens={budget} leaves no room for a prefill chunk beside "
-                            f"{others} decode rows", a._node_loc("max_num_batched_tokens"),
-                            expected=f"max_num_batched_tokens > B = {others}")
+                            f"{rows_beside} decode rows", a._node_loc("max_num_batched_tokens"),
+                            expected=f"max_num_batched_tokens > {rows_beside}, the decode rows of a dp group")
         if not isinstance(new, sp.Integer):
             raise SpecError("chunked prefill needs a concrete P", a.loc, expected="P=<integer>")
         total, done = sp.Integer(0), 0

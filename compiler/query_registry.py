@@ -94,7 +94,7 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
          "+ Σ collectives (latency + bytes/link per direction); none for a deployment that does not fit"),
         ("ttft", "P, B=0, H=, max_num_batched_tokens=, device=, ...", "s",
          "one request's time to first token beside B requests decoding at context H (chunked prefill: "
-         "chunks of max_num_batched_tokens − B tokens; the whole prompt in one step without it)"),
+         "chunks of max_num_batched_tokens − ceil(B/dp) tokens; the whole prompt in one step without it)"),
         ("tpot", "H, B=1, device=, ...", "s", "time per output token: one decode step at context H (S = H, P = 1)"),
         ("throughput", "H, B, device=, ...", "tokens/s", "decode tokens per second of B requests at context H"),
     ],

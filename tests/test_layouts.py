@@ -533,3 +533,27 @@ def test_activation_traffic_per_rank(write_spec, tp):
     with_acts = {r.name: r.bytes for r in e.last_roofline[0]}
     for name, expected in brute_activation_bytes(tp, 3 * 4).items():
         assert with_acts[name] - plain.get(name, 0) == expected, name
+
+
+def test_each_dp_group_budgets_its_own_decode_rows(write_spec):
+    e = engine_of(write_spec, TOY)
+    # 6 others over dp=3: 2 beside the prompt; a budget of 4 leaves chunks of 2
+    chunked = e.evaluate_text("ttft(P=6, B=6, H=5, device=toy, dp=3, max_num_batched_tokens=4)").value
+    steps = [(0, 2), (2, 2), (4, 2)]
+    total = 0
+    for cached, new in steps:
+        total += e._step_seconds(e.model({}), _args(e, "device=toy, dp=3"), [(sp.Integer(1), sp.Integer(cached),
+                                                                                sp.Integer(new)),
+                                                                               (sp.Integer(6), sp.Integer(5), sp.Integer(1))])
+    assert chunked == total
+
+
+def _args(engine, text):
+    """The checked arguments of a query, as a time query's helpers take them."""
+    from specc.compiler.query_base import _Args
+    from specc.dsl.parser import parse_expr
+
+    node = parse_expr(f"ttft({text})", "<test>")
+    values = {kw.name: (kw.value.id if hasattr(kw.value, "id") else sp.Integer(int(kw.value.value)))
+              for kw in node.kwargs}
+    return _Args(values, node.loc, engine, {}, {kw.name: kw.value for kw in node.kwargs})
