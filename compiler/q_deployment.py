@@ -120,6 +120,8 @@ class DeploymentQueries:
         return out
 
     def _partial_sum_collectives(self, model, dep, at, act_bytes, loc) -> list:
+        """The all-reduces (and the head's all-gather) over the tp group, placed where a partial
+        sum must become whole (the module doc's rules), in op order."""
         partial = set()            # ids of ops whose output is a partial sum over the tp group
         out = []
 
@@ -161,11 +163,12 @@ class DeploymentQueries:
         return out
 
     def _expert_all_to_all(self, model, dep, at, batch, act_bytes, loc, gpus_per_node) -> list:
+        """Dispatch and combine of every route op when the dp groups hold different rows."""
         n = dep.stage_devices
-        lo_b = sp.floor(batch / dep.dp) if isinstance(batch, (int, sp.Integer)) else sp.floor(batch / dep.dp)
-        hi_b = dep.requests_per_device(batch)
+        lo_b, hi_b = sp.floor(sp.sympify(batch) / dep.dp), dep.requests_per_device(batch)   # least, most loaded group
+        # the share of a device's peers outside its own tp group that sit on other nodes
         a = per_node(n, gpus_per_node, loc) if gpus_per_node else n
-        off = sp.Rational(n - a, n - dep.tp) if a >= dep.tp and n > dep.tp else sp.Integer(1)
+        off = sp.Rational(n - a, n - dep.tp) if a >= dep.tp else sp.Integer(1)
         out = []
         for op in model.ops:
             if op.kind != "route":
