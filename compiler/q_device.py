@@ -2,13 +2,21 @@
 
 A device file gives `memory:` in bytes as the device reports them (nvidia-smi /
 rocm-smi), `bandwidth:` (memory, decimal B/s), `flops:` a table of dense peak matrix
-throughput per data type (bf16, fp16, fp8, int8, fp4, tf32, fp32), `link:` the
-device-to-device bandwidth (NVLink / Infinity Fabric / ICI, both directions added)
-and `host_link:`; a fact the datasheet does not confirm is simply absent.
+throughput per data type (bf16, fp16, fp8, int8, fp4, tf32, fp32) and its links:
+`scale_up_link:` per direction (NVLink / Infinity Fabric / ICI; a ring collective sends
+and receives at once, so each direction carries half of the datasheet's both-ways
+figure, which older files give as `link:` and which is read as twice the per-direction
+rate), `scale_out_link:` per GPU per direction (the node's NIC), `gpus_per_node:`,
+`collective_latency:` (seconds per collective, one figure or one per kind of
+compiler/collectives.py) and optionally `scale_out_latency:`, `host_link:` (PCIe, both
+directions added) and `measured:` achievable rates (flops per data type, bandwidth) for
+efficiency=measured. `sources:` names where each link figure comes from. A fact the
+datasheet does not confirm is simply absent.
 
 A claim whose source assumes a different figure passes it explicitly: memory=,
-bandwidth=, flops= (and link=) override the datasheet in that one query, e.g.
-`b_max(device=rtx_4090, memory=24 GB, H=8192)` for a chapter that takes 24×10⁹ B.
+bandwidth=, flops= (and link_bandwidth=, scale_out_bandwidth=, latency=) override the
+datasheet in that one query, e.g. `b_max(device=rtx_4090, memory=24 GB, H=8192)` for a
+chapter that takes 24×10⁹ B.
 
 The data type of a rate: dtype= when given, else bf16, or fp16 on a device that
 has no bf16 rate (Turing, T4): the 16-bit tensor rate LLM inference runs at."""
