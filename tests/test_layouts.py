@@ -557,3 +557,33 @@ def _args(engine, text):
     values = {kw.name: (kw.value.id if hasattr(kw.value, "id") else sp.Integer(int(kw.value.value)))
               for kw in node.kwargs}
     return _Args(values, node.loc, engine, {}, {kw.name: kw.value for kw in node.kwargs})
+
+
+def test_expert_all_to_all_over_two_nodes_by_rank(write_spec):
+    """dp=16, ep=16 on nodes of 8: each device's dispatch and combine go partly over the NIC;
+    the seconds come from enumerating every destination of the most loaded device."""
+    from pathlib import Path
+
+    experts, width = 16, 8
+    text = TOY_MOE.replace(f"E: {E}", f"E: {experts}").replace(f"f_e: {FE}", f"f_e: {width}")
+    e = engine_of(write_spec, text)
+    (Path(e.spec.path).parent / "hardware" / "toy_node.yaml").write_text(LINKS_DEVICE.lstrip(), encoding="utf-8")
+    dp = ep = 16
+    batch = 16                                            # one request per device
+    e.evaluate_text(f"call_time(B={batch}, S=3, P=1, device=toy_node, dp={dp}, ep={ep}, ignore_fit=true)")
+    comm = e.last_roofline[1]
+    # brute force: a row's k=2 experts fall on 2 of the 16 ranks, every pair equally likely; the
+    # device sends it to each chosen rank but itself, and receives as much from the others
+    pairs = list(itertools.combinations(range(ep), K))
+    up = out = Fraction(0)
+    me = 0
+    for chosen in pairs:
+        for dst in chosen:
+            if dst != me:
+                if dst // 8 == me // 8:
+                    up += Fraction(1, len(pairs))
+                else:
+                    out += Fraction(1, len(pairs))
+    row = D * 2
+    phase = 11 + up * row / 10 + out * row / 1           # latency, NVLink share, NIC share
+    assert comm == 2 * 2 * phase                          # two MoE layers, dispatch and combine
