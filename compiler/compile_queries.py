@@ -166,6 +166,13 @@ def answer(engine: QueryEngine, text: str, extra_deps=(), eager: bool = False) -
     than the symbolic path, and the literal answer is stored either way."""
     spec_path = engine.spec.path
     store = store_for(engine)
+    if "weights=" in text or "compute=" in text:
+        # a deployment-format knob: the answer names the math type it used (e.g. "compute
+        # fp8"), which compiled forms do not carry, so the symbolic engine answers it
+        result = engine.evaluate_text(text, "<query>")
+        note = getattr(result, "note", "")
+        return Answer(result.value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims))
+                      + (f"  ({note})" if note else ""), bool(result.extrapolated))
     if not eager and text in store.literals:
         return store.literals[text]
     template, bind = compiled.normalize(text)

@@ -27,13 +27,13 @@ class CapacityQueries:
         device = a.name("device", required=True)
         memory = self._memory_of(a, device)
         workspace = a.quantity("workspace", BYTES, sp.Integer(0))
-        fmt = self._format(a.name("format"), a.loc)
+        fmt = self._format_of(a)
         dep = self._deployment(a)
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
         block = self._block(a)
         weights, states = [], []
         for op in model.ops:
-            amount = sp.Add(*[w.params * self._bytes_per_param(model, fmt, w.group) for w in op.weights])
+            amount = sp.Add(*[self._stored_bytes(model, fmt, op, w) for w in op.weights])
             if amount != 0:
                 weights.append((op.layers, op.segment, op.mult, amount * weight_fraction(op, dep, a.loc)))
         for use in model.states:

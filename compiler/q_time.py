@@ -94,11 +94,12 @@ class TimeQueries:
         device = a.name("device", required=True)
         dep = self._deployment(a, ("tp", "pp", "ep", "dp"))
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
-        peak = self._flops_of(a, device) * _fraction(a, "mfu")
+        fmt = self._format_of(a)
+        dtype, self.last_compute = self._compute_dtype(a, fmt, device)
+        peak = self._flops_of(a, device, dtype) * _fraction(a, "mfu")
         bandwidth = self._bandwidth_of(a, device) * _fraction(a, "mbu")
         with_activations = _flag(a, "activations")
         act_bytes = self._act_bytes(a)
-        fmt = self._format(a.name("format"), a.loc)
         instance_b = sp.ceiling(batch / dep.dp) if dep.dp > 1 else batch
         scenario = {B: instance_b, S: cached, P: new}
 
@@ -138,6 +139,28 @@ class TimeQueries:
         comm_s = comm / self._link_of(a, device) if comm != 0 else sp.Integer(0)
         return rows, comm_s, _flag(a, "overlap")
 
+    def _compute_dtype(self, a, fmt, device):
+        """(math type, note) of a call. compute= (or dtype=) as given; else a weight scheme's:
+        weights and activations both quantized (FP8, INT8, NVFP4) run at that type's peak,
+        weight-only schemes (INT4, MXFP4) dequantize into BF16 math; a device whose datasheet
+        gives no rate for the scheme's type runs it in its default type. The note is what
+        the output prints ("" without a scheme or compute=, so plain outputs are unchanged)."""
+        given = a.name("compute") or a.name("dtype")
+        if a.name("compute") and a.name("dtype") and a.name("compute") != a.name("dtype"):
+            raise SpecError("compute= and dtype= disagree", a.loc, expected="one of them")
+        if given:
+            return given, (f"compute {given}" if a.name("compute") else "")
+        scheme = getattr(fmt, "weights", None)
+        if scheme is None or a.raw("flops") is not None:
+            return None, ""
+        path, hw = self._device_file(device, a.loc)
+        rates = hw.get("flops") if hasattr(hw, "get") else None
+        if scheme.compute in ("bf16", "fp16") or not hasattr(rates, "items") or scheme.compute not in rates:
+            fallback = next((t for t in ("bf16", "fp16") if hasattr(rates, "items") and t in rates), None)
+            why = "" if scheme.compute in ("bf16", "fp16") else f"; {path.stem} has no {scheme.compute} rate"
+            return fallback, f"compute {fallback or 'default'}: weights={scheme.name}{why}"
+        return scheme.compute, f"compute {scheme.compute}: weights={scheme.name}"
+
     def _state_traffic(self, model, fmt, dep, batch, cached, new, loc) -> dict:
         """(block, store) -> state bytes one device reads and writes in the call."""
         on_device = dep.requests_per_device(batch)
@@ -176,19 +199,19 @@ class TimeQueries:
     def q_call_time(self, model, a):
         batch, cached, new, _ = self._call_scenario(a)
         ext = a.check_context(model, cached + new)
-        return Quantity(self._call_seconds(model, a, batch, cached, new), SECONDS, ext)
+        return Quantity(self._call_seconds(model, a, batch, cached, new), SECONDS, ext, self.last_compute)
 
     def q_ttft(self, model, a):
         batch, new = a.scenario("B", 1), a.scenario("P")
         if isinstance(new, sp.Integer) and new < 1:
             raise SpecError("P must be at least 1", a.loc, expected="P >= 1")
         ext = a.check_context(model, new)
-        return Quantity(self._call_seconds(model, a, batch, sp.Integer(0), new), SECONDS, ext)
+        return Quantity(self._call_seconds(model, a, batch, sp.Integer(0), new), SECONDS, ext, self.last_compute)
 
     def q_tpot(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B", 1)
         ext = a.check_context(model, length)   # the step reads H entries, like decode_read_bytes(H)
-        return Quantity(self._call_seconds(model, a, batch, length, sp.Integer(1)), SECONDS, ext)
+        return Quantity(self._call_seconds(model, a, batch, length, sp.Integer(1)), SECONDS, ext, self.last_compute)
 
     def q_throughput(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B")
@@ -196,7 +219,7 @@ class TimeQueries:
             raise SpecError("throughput needs B >= 1", a.loc, expected="B=1 or more")
         ext = a.check_context(model, length)   # the step reads H entries, like decode_read_bytes(H)
         seconds = self._call_seconds(model, a, batch, length, sp.Integer(1))
-        return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext)
+        return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext, self.last_compute)
 
     def roofline_forms(self, choices: dict, fmt: str | None = None, tp: int = 1, pp: int = 1, ep: int = 1,
                        act_bytes=2, rows: bool = True) -> dict:
