@@ -12,6 +12,7 @@ import sympy as sp
 
 from ..dsl.errors import SpecError
 from ..dsl.units import BYTES, NONE, TOKENS
+from . import allocator
 from .query_base import Quantity
 from .sharding import Deployment, store_fraction, weight_fraction
 from .symbols import H
@@ -61,6 +62,8 @@ class CapacityQueries:
         return block
 
     def q_b_max(self, model, a):
+        if a.raw("allocator") is not None:     # a declared engine's paging rules (compiler/allocator.py)
+            return allocator.b_max(self, model, a)
         a.used.add("H")
         free, per_request, dep = self._budget(model, a)
         length = a.scenario("H")
@@ -69,6 +72,8 @@ class CapacityQueries:
         return Quantity(dep.ep * dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits)), NONE, ext)
 
     def q_h_max(self, model, a):
+        if a.raw("allocator") is not None:
+            return allocator.h_max(self, model, a)
         free, per_request, dep = self._budget(model, a)
         batch = a.scenario("B", 1)
         if batch < 1:
