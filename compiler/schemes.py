@@ -28,7 +28,7 @@ from ..dsl.yamlload import Map, Seq, load_yaml_file
 SCHEMES_FILE = SHIPPED / "lib" / "schemes.yaml"
 # element type names a KV scheme rebinds in a store's entry size (scale types fp4/e8m0 stay)
 _ELEMENT_NAMES = ("fp32", "bf16", "fp16", "fp8", "e4m3", "e5m2", "int8")
-_SUFFIX = re.compile(r"^(?P<base>[a-z0-9]+?)_g(?P<group>[1-9][0-9]{0,5})$")
+_SUFFIX = re.compile(r"^(?P<base>[a-z0-9_]+?)_g(?P<group>[1-9][0-9]{0,5})$")
 
 
 @dataclass(frozen=True)
@@ -241,6 +241,10 @@ def store_entry_bytes(engine, model, store: str, fmt, node):
     if key in engine._sums:
         return engine._sums[key]
     env = _env(model)
+    if scheme.layout and not any(scheme.tag in s.tags for s in engine.spec.stores.values()):
+        raise SpecError(f"kv={scheme.name} is the layout of a store tagged '{scheme.tag}' (an MLA latent cache); "
+                        f"{engine.spec.model} has none", getattr(fmt, "loc", None), span=len(scheme.name),
+                        expected="kv=fp8, or a spec whose latent store carries tags: [kv, latent]")
     if scheme.layout and scheme.tag not in sdef.tags and any(scheme.tag in s.tags for s in engine.spec.stores.values()):
         tagged = next(n for n, s in engine.spec.stores.items() if scheme.tag in s.tags)
         raise SpecError(f"kv={scheme.name} lays out store '{tagged}' (tag {scheme.tag}), but under these options "

@@ -317,7 +317,14 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
                           f"stay {dtype}; state {dtype}", 84):
             w("      " + line)
         rate_text = f"{rate.numerator}/{rate.denominator}" if rate.denominator != 1 else str(rate.numerator)
-        w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in groups)))
+        scheme = getattr(quant, "scheme", None)
+        if scheme:      # counted per matrix by specs/lib/schemes.yaml; other tensors stay in the dtype
+            w(f"    scheme: {scheme}")
+            if getattr(quant, "kv", None):
+                w(f"    kv: {quant.kv}")
+            w("    weights: {default: %s}" % elt)
+        else:
+            w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in groups)))
     w("")
     w("stores:")
     for store_name, tags, doc, expr, *shard in stores:
