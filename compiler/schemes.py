@@ -1,5 +1,5 @@
 """Deployment formats as query-time knobs: the quantization schemes of
-specs/lib/schemes.yaml applied to any spec.
+specs/formats/schemes.yaml applied to any spec.
 
 `weights=SCHEME` stores every matrix its recipe names (the linear layers, or the
 routed experts only) in the scheme — codes plus scales plus zero points, counted
@@ -25,7 +25,7 @@ from ..dsl.errors import SpecError, did_you_mean
 from ..dsl.search_path import SHIPPED
 from ..dsl.yamlload import Map, Seq, load_yaml_file
 
-SCHEMES_FILE = SHIPPED / "lib" / "schemes.yaml"
+SCHEMES_FILE = SHIPPED / "formats" / "schemes.yaml"
 # element type names a KV scheme rebinds in a store's entry size (scale types fp4/e8m0 stay)
 _ELEMENT_NAMES = ("fp32", "bf16", "fp16", "fp8", "e4m3", "e5m2", "int8")
 _SUFFIX = re.compile(r"^(?P<base>[a-z0-9_]+?)_g(?P<group>[1-9][0-9]{0,5})$")
@@ -177,14 +177,14 @@ def weight_scheme(name: str, loc) -> WeightScheme:
                             base.compute, base.groups, base.recipe, base.doc, base.source)
     names = list(weights) + [f"{s}_g64" for s in suffixed]
     raise SpecError(f"unknown weight scheme '{name}'", loc, span=len(name),
-                    expected=did_you_mean(name, names) + " (specs/lib/schemes.yaml)")
+                    expected=did_you_mean(name, names) + " (specs/formats/schemes.yaml)")
 
 
 def kv_scheme(name: str, loc) -> KVScheme:
     _, kv, _ = table()
     if name not in kv:
         raise SpecError(f"unknown KV scheme '{name}'", loc, span=len(name),
-                        expected=did_you_mean(name, kv) + " (specs/lib/schemes.yaml)")
+                        expected=did_you_mean(name, kv) + " (specs/formats/schemes.yaml)")
     return kv[name]
 
 
@@ -285,7 +285,7 @@ def _names_no_type(node) -> bool:
 
 
 def markdown_table() -> str:
-    """The README's table of schemes (generated from specs/lib/schemes.yaml)."""
+    """The README's table of schemes (generated from specs/formats/schemes.yaml)."""
     weights, kv, suffixed = table()
     lines = ["| knob | scheme | bytes per value | scales | recipe | compute | source |", "|---|---|---|---|---|---|---|"]
     for s in weights.values():
@@ -306,7 +306,7 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
-README_BEGIN = "<!-- schemes table: generated from specs/lib/schemes.yaml by `python -m specc.compiler.schemes README.md`; do not edit -->"
+README_BEGIN = "<!-- schemes table: generated from specs/formats/schemes.yaml by `python -m specc.compiler.schemes README.md`; do not edit -->"
 README_END = "<!-- end of schemes table -->"
 
 

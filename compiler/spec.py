@@ -134,8 +134,8 @@ class FormatDef:
     default: bool
     doc: str
     loc: Loc
-    scheme: str | None = None   # a weight scheme of specs/lib/schemes.yaml (the release's format)
-    kv: str | None = None       # a KV scheme of specs/lib/schemes.yaml
+    scheme: str | None = None   # a weight scheme of specs/formats/schemes.yaml (the release's format)
+    kv: str | None = None       # a KV scheme of specs/formats/schemes.yaml
 
 
 @dataclass
@@ -168,7 +168,7 @@ class Spec:
 
 # ------------------------------------------------------------------ loading
 def _format_schemes(value) -> tuple:
-    """A format's `scheme:` and `kv:` names, checked against specs/lib/schemes.yaml."""
+    """A format's `scheme:` and `kv:` names, checked against specs/formats/schemes.yaml."""
     from .schemes import kv_scheme, weight_scheme
 
     out = []

@@ -318,7 +318,7 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
             w("      " + line)
         rate_text = f"{rate.numerator}/{rate.denominator}" if rate.denominator != 1 else str(rate.numerator)
         scheme = getattr(quant, "scheme", None)
-        if scheme:      # counted per matrix by specs/lib/schemes.yaml; other tensors stay in the dtype
+        if scheme:      # counted per matrix by specs/formats/schemes.yaml; other tensors stay in the dtype
             w(f"    scheme: {scheme}")
             if getattr(quant, "kv", None):
                 w(f"    kv: {quant.kv}")

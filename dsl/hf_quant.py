@@ -22,7 +22,7 @@ Bytes per quantized parameter, as each format stores it:
                     MoE expert weights; attention, routers, embeddings and head stay):
                     FP4 codes 1/2 byte + one E8M0 scale per 32 values: 1/2 + 1/32
   compressed-tensors, fbgemm_fp8, modelopt
-                    name a scheme of specs/lib/schemes.yaml (the format's `scheme:`), whose
+                    name a scheme of specs/formats/schemes.yaml (the format's `scheme:`), whose
                     bytes are counted per matrix from its shape: codes, scales, zero points
                     (compressed-tensors: config_groups' weights num_bits/type/strategy/
                     group_size/block_structure, FP8 tensor/channel/128×128 block, INT8
@@ -48,7 +48,7 @@ _KEPT_MODULES = re.compile(r"(lm_head|embed\w*|wte|wpe|router|norm|(^|[.*])gate|
 
 class QuantFormat(tuple):
     """(format name, bytes per quantized parameter, doc, quantized groups), plus `scheme`
-    (a weight scheme of specs/lib/schemes.yaml, counted exactly per matrix) and `kv`
+    (a weight scheme of specs/formats/schemes.yaml, counted exactly per matrix) and `kv`
     (a KV scheme) when the method names one. Unpacks as the 4-tuple it extends."""
 
     scheme: str | None
@@ -165,7 +165,7 @@ def _kept_only(q, key, bad):
 
 
 def _compressed_tensors(cfg, q, bad):
-    """compressed-tensors: the one config group's weight scheme → a scheme of specs/lib/schemes.yaml."""
+    """compressed-tensors: the one config group's weight scheme → a scheme of specs/formats/schemes.yaml."""
     groups = q.get("config_groups")
     if not isinstance(groups, dict) or len(groups) != 1:
         raise bad("config_groups" if "config_groups" in q else "quant_method",

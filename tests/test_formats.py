@@ -1,4 +1,4 @@
-"""Deployment formats as knobs (compiler/schemes.py, specs/lib/schemes.yaml): weights=,
+"""Deployment formats as knobs (compiler/schemes.py, specs/formats/schemes.yaml): weights=,
 kv=, compute= on any spec, checked against hand counts of codes, scales and zero
 points; the released formats of shipped specs; import-hf's quantization_config methods."""
 
