@@ -80,6 +80,11 @@ class Pool:
     group_size: int
     per_layer_pages: int = 0    # >0: one group of layers with different pages (their sum)
 
+    @property
+    def block_bytes(self) -> int:
+        """Memory of one block id: a page in each of the group-size tensors (rule 4)."""
+        return self.per_layer_pages or self.page * self.group_size
+
     def blocks(self, memory: int) -> int:
         if self.per_layer_pages:
             return max(0, memory // self.per_layer_pages)
@@ -198,7 +203,7 @@ def lay_out(specs: list, block: int) -> Pool:
 class VllmCapacity:
     """b_max / h_max under allocator=vllm for one engine call."""
 
-    def __init__(self, engine, model, a):
+    def __init__(self, engine, model, a, budget: bool = True):
         a.used.update({"allocator", "kv_memory", "max_num_batched_tokens", "block"})
         name = a.name("allocator")
         if name not in ALLOCATORS:
@@ -211,7 +216,7 @@ class VllmCapacity:
             raise SpecError("allocator=vllm with pp > 1 is not modelled (vLLM sizes each stage's pool and keeps "
                             "the smallest)", a.loc, expected="pp=1")
         fmt = engine._format_of(a)
-        memory = a.quantity("kv_memory", BYTES, None)
+        memory = a.quantity("kv_memory", BYTES, None) if budget else 0
         if memory is None:
             if a.raw("device") is None and a.raw("memory") is None:
                 raise SpecError("allocator=vllm needs the KV cache's memory: kv_memory= (vLLM's "
@@ -282,3 +287,15 @@ def h_max(engine, model, a) -> Quantity:
         lo, hi = (mid, hi) if cap.fits(on_device, mid) else (lo, mid)
     ext = model.max_context is not None and lo > model.max_context
     return Quantity(sp.Integer(lo), TOKENS, bool(ext))
+
+
+def state_bytes(engine, model, a) -> Quantity:
+    """state_bytes(H, B, allocator=vllm): the pool memory B requests at context H hold on the
+    most loaded device — whole blocks of every group, each block a page in group-size tensors
+    (padded state pages, sliding-window reservations and the raised hybrid block included)."""
+    cap = VllmCapacity(engine, model, a, budget=False)
+    length, batch = a.scenario("H"), a.scenario("B", 1)
+    ext = a.check_context(model, length)
+    on_device = int(cap.dep.requests_per_device(batch))
+    held = cap.pool.request_blocks(int(length), cap.batched) if length >= 1 else 0
+    return Quantity(sp.Integer(on_device * held * cap.pool.block_bytes), BYTES, ext)

@@ -25,6 +25,7 @@ from ..dsl.units import DISPLAY, dims_name
 from . import compiled, queries
 from .compiled import Answer, Store, Template
 from .queries import QueryEngine
+from .schemes import SCHEMES_FILE
 
 
 @contextlib.contextmanager
@@ -73,12 +74,13 @@ _OWN_FILES: dict = {}
 
 
 def _own_files(engine: QueryEngine) -> frozenset:
-    """The spec's own sources and the hardware files it can see, listed once per
+    """The spec's own sources, the schemes table and the hardware files it can see, listed once per
     spec and sources per process (a verify of a thousand claims asked per claim)."""
     key = (engine.spec.path, tuple(engine.spec.sources or ()))
     found = _OWN_FILES.get(key)
     if found is None:
         files = {str(Path(s).resolve()) for s in (engine.spec.sources or [engine.spec.path])}
+        files.add(str(SCHEMES_FILE.resolve()))      # weights=/kv= and formats' scheme: read this table
         found = _OWN_FILES[key] = frozenset(files | _hardware_near(str(Path(engine.spec.path).resolve().parent)))
     return found
 

@@ -52,6 +52,10 @@ class StateQueries:
         return any(tag in s.tags for s in self.spec.stores.values())
 
     def q_state_bytes(self, model, a):
+        if a.raw("allocator") is not None:     # the pages an engine's allocator holds (compiler/allocator.py)
+            from . import allocator
+
+            return allocator.state_bytes(self, model, a)
         length, batch = a.scenario("H"), a.scenario("B", 1)
         ext = a.check_context(model, length)
         fmt = self._format_of(a)

@@ -56,7 +56,9 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
     "state": [
         ("kv_bytes_per_token", "format=, kv=, component=, " + DEPLOY_ARGS, "B/token",
          "average growth of the kv-tagged state per token"),
-        ("state_bytes", "H, B=1, format=, kv=, component=, " + DEPLOY_ARGS, "B", "resident state at context length H"),
+        ("state_bytes", "H, B=1, format=, kv=, component=, allocator=, block=, max_num_batched_tokens=8192, "
+                        + DEPLOY_ARGS, "B", "resident state at context length H (allocator=vllm: the pool pages "
+                        "vLLM holds for it)"),
         ("decode_read_bytes", "H, B=1, format=, weights=, kv=, component=, " + DEPLOY_ARGS, "B",
          "bytes one decode step reads (component weights, lookup, a store or a tag)"),
         ("decode_write_bytes", "H, B=1, format=, kv=, component=", "B",

@@ -199,3 +199,15 @@ def test_h_max_is_the_longest_context_b_max_admits(name, memory):
         h = _value(m, f"h_max(B={batch}, {budget})")
         scan = max(H for H in range(1, 400) if _value(m, f"b_max(H={H}, {budget})") >= batch)
         assert h == scan and 0 < h < 399
+
+
+def test_state_bytes_counts_whole_pages():
+    """state_bytes(allocator=vllm): blocks held × (page × group size) — rounded up to blocks,
+    the sliding-window reservation and the padded hybrid pages included."""
+    llama = specc.load("llama31_8b")
+    assert _value(llama, "state_bytes(H=4000, allocator=vllm)") == cdiv(4000, 16) * 16 * 131_072
+    assert _value(llama, "state_bytes(H=4096, allocator=vllm)") == _value(llama, "state_bytes(H=4096)")
+    oss = specc.load("gpt_oss_20b")
+    assert _value(oss, "state_bytes(H=4096, allocator=vllm)") == (256 + 257) * 32_768 * 12
+    qnext = specc.load("qwen3_next_80b_a3b")
+    assert _value(qnext, "state_bytes(H=4096, B=2, allocator=vllm)") == 2 * (cdiv(4096, 544) + 3) * 1_114_112 * 12
