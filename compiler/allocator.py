@@ -257,9 +257,18 @@ def _count(a, key, default):
     return value
 
 
+def _number(a, key, default=None):
+    """A scenario argument as a number: the pool is whole blocks, so there is no closed form."""
+    value = a.scenario(key, default)
+    if not isinstance(value, sp.Integer):
+        raise SpecError(f"allocator=vllm counts whole blocks for a given {key}, not for a symbol", a._node_loc(key),
+                        expected=f"{key}=<integer>, or no allocator= for a closed form")
+    return value
+
+
 def b_max(engine, model, a) -> Quantity:
     cap = VllmCapacity(engine, model, a)
-    length = a.scenario("H")
+    length = _number(a, "H")
     ext = a.check_context(model, length)
     if length < 1:
         raise SpecError("b_max with allocator=vllm needs H >= 1", a.loc, expected="H=1 or more")
@@ -270,7 +279,7 @@ def b_max(engine, model, a) -> Quantity:
 
 def h_max(engine, model, a) -> Quantity:
     cap = VllmCapacity(engine, model, a)
-    batch = a.scenario("B", 1)
+    batch = _number(a, "B", 1)
     if batch < 1:
         raise SpecError("h_max needs B >= 1", a.loc, expected="B=1 or more")
     on_device = int(cap.dep.requests_per_device(batch))
@@ -294,7 +303,7 @@ def state_bytes(engine, model, a) -> Quantity:
     most loaded device — whole blocks of every group, each block a page in group-size tensors
     (padded state pages, sliding-window reservations and the raised hybrid block included)."""
     cap = VllmCapacity(engine, model, a, budget=False)
-    length, batch = a.scenario("H"), a.scenario("B", 1)
+    length, batch = _number(a, "H"), _number(a, "B", 1)
     ext = a.check_context(model, length)
     on_device = int(cap.dep.requests_per_device(batch))
     held = cap.pool.request_blocks(int(length), cap.batched) if length >= 1 else 0

@@ -211,3 +211,9 @@ def test_state_bytes_counts_whole_pages():
     assert _value(oss, "state_bytes(H=4096, allocator=vllm)") == (256 + 257) * 32_768 * 12
     qnext = specc.load("qwen3_next_80b_a3b")
     assert _value(qnext, "state_bytes(H=4096, B=2, allocator=vllm)") == 2 * (cdiv(4096, 544) + 3) * 1_114_112 * 12
+
+
+def test_symbolic_context_is_refused():
+    m = specc.load("llama31_8b")
+    with pytest.raises(specc.Error, match="whole blocks for a given H"):
+        m.eval("b_max(H=H, kv_memory=40 GiB, allocator=vllm)", symbolic=True)

@@ -246,3 +246,20 @@ def test_schemes_table_is_documented():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     start = readme.index(schemes.README_BEGIN) + len(schemes.README_BEGIN)
     assert readme[start:readme.index(schemes.README_END)].strip() == table
+
+
+def test_python_api_takes_the_knobs():
+    m = specc.load("llama31_8b")
+    assert m.kv_bytes_per_token(kv="fp8").value == 65_536
+    assert m.b_max(H=4096, kv_memory="40 GiB", allocator="vllm").value == 79
+    assert m.ttft(P=4096, device="h100_sxm", weights="fp8").to_json()["note"] == "compute fp8: weights=fp8"
+
+
+def test_a_spec_format_naming_an_unknown_scheme_is_located(tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("model: Bad\nimports: [lib/core.yaml]\ndims: {d: 8, V: 16}\nformats:\n"
+                    "  q: {default: true, scheme: fp8_blok128, weights: {default: 2}}\n"
+                    "stack:\n  - {name: embed, block: token_embedding, with: {V: V, d: d}}\n")
+    with pytest.raises(SpecError, match="unknown weight scheme 'fp8_blok128'") as info:
+        load_spec(spec)
+    assert (info.value.loc.line, info.value.loc.col) == (5, 30)
