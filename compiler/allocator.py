@@ -10,7 +10,9 @@ and restated here — no code of vLLM's is copied:
    entry per token: `entries: H`), a sliding window (`entries: min(H, W)`), or a fixed
    state (Mamba / linear attention: entries independent of H). A page holds `block`
    tokens of one layer (--block-size, default 16): AttentionSpec.page_size_bytes and
-   MambaSpec.page_size_bytes.
+   MambaSpec.page_size_bytes. Attention backends may force the block
+   (CudaPlatform.check_and_update_config in vllm/platforms/cuda.py: 64 for FlashMLA, 128
+   for CUTLASS MLA): pass block= for them; kv=fp8_ds_mla (FlashMLA sparse) defaults to 64.
 2. Hybrid page alignment (Platform._align_hybrid_block_size in vllm/platforms/interface.py):
    with fixed-state layers, the attention block grows to
    align · cdiv(state page, align · attention bytes per token) tokens (align = max(16, block)),
@@ -227,7 +229,8 @@ class VllmCapacity:
             memory = sp.floor(memory)
         self.memory = int(memory)
         block = engine._block(a)
-        self.block = int(block) if block is not None else DEFAULT_BLOCK
+        scheme_block = getattr(getattr(fmt, "kv", None), "block", None)   # e.g. fp8_ds_mla's 64
+        self.block = int(block) if block is not None else scheme_block or DEFAULT_BLOCK
         self.batched = int(_count(a, "max_num_batched_tokens", DEFAULT_BATCHED_TOKENS))
         specs = layer_specs(engine, model, fmt, self.dep, a.loc)
         if not specs:

@@ -73,6 +73,7 @@ class KVScheme:
     layout: tuple              # ((elements, bytes, is_scale), ...)
     doc: str
     source: str
+    block: int | None = None   # the page size (tokens) the engine's kernels for it require
 
     @property
     def entry_bytes(self) -> Fraction:
@@ -157,7 +158,8 @@ def table(path: str = str(SCHEMES_FILE)) -> tuple[dict, dict, frozenset]:
                            str(p.get("scale", "false")) == "true") for p in entry["layout"])
             kv[str(name)] = KVScheme(str(name), _fraction(entry["element"], f"{what}'s element"),
                                      _text(entry, "tag", what), parts,
-                                     _text(entry, "doc", what), _text(entry, "source", what))
+                                     _text(entry, "doc", what), _text(entry, "source", what),
+                                     int(str(entry["block"])) if entry.get("block") is not None else None)
         else:
             kv[str(name)] = KVScheme(str(name), _fraction(entry["element"], f"{what}'s element"), None, (),
                                      _text(entry, "doc", what), _text(entry, "source", what))

@@ -217,3 +217,11 @@ def test_symbolic_context_is_refused():
     m = specc.load("llama31_8b")
     with pytest.raises(specc.Error, match="whole blocks for a given H"):
         m.eval("b_max(H=H, kv_memory=40 GiB, allocator=vllm)", symbolic=True)
+
+
+def test_fp8_ds_mla_pages_are_64_tokens():
+    """DeepSeek-V3, 61 latent layers of 656 B per token under FlashMLA's 64-token pages."""
+    m = specc.load("deepseek_v3")
+    q = "h_max(kv_memory=40 GiB, allocator=vllm, kv=fp8_ds_mla, mla=compressed, extrapolate=true{})"
+    assert _value(m, q.format("")) == (40 * GIB // (656 * 64) // 61 - 1) * 64
+    assert _value(m, q.format(", block=16")) == (40 * GIB // (656 * 16) // 61 - 1) * 16
