@@ -117,6 +117,14 @@ def _fraction(node, what: str) -> Fraction:
     return value
 
 
+def _int(node, what: str) -> int:
+    text = str(node).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise SpecError(f"{what} must be a positive integer, got {text!r}", getattr(node, "loc", None),
+                        expected="e.g. 128")
+    return int(text)
+
+
 def _text(entry: Map, key: str, what: str, default=None) -> str:
     value = entry.get(key, default)
     if value is None:
@@ -136,9 +144,11 @@ def table(path: str = str(SCHEMES_FILE)) -> tuple[dict, dict, frozenset]:
         what = f"weight scheme '{name}'"
         group = entry.get("group")
         if isinstance(group, Seq):
-            group = tuple(int(str(g)) for g in group)
+            if len(group) != 2:
+                raise SpecError(f"{what}'s group tile must be two sizes", group.loc, expected="[128, 128]")
+            group = tuple(_int(g, f"{what}'s group") for g in group)
         elif str(group) not in ("tensor", "channel"):
-            group = int(str(group))
+            group = _int(group, f"{what}'s group (tensor, channel, N or [b0, b1])")
         else:
             group = str(group)
         recipe = _text(entry, "recipe", what)
@@ -154,12 +164,12 @@ def table(path: str = str(SCHEMES_FILE)) -> tuple[dict, dict, frozenset]:
     for name, entry in (raw.get("kv") or {}).items():
         what = f"KV scheme '{name}'"
         if entry.get("layout") is not None:
-            parts = tuple((int(str(p["elements"])), _fraction(p["bytes"], f"{what}'s layout bytes"),
+            parts = tuple((_int(p["elements"], f"{what}'s layout elements"), _fraction(p["bytes"], f"{what}'s layout bytes"),
                            str(p.get("scale", "false")) == "true") for p in entry["layout"])
             kv[str(name)] = KVScheme(str(name), _fraction(entry["element"], f"{what}'s element"),
                                      _text(entry, "tag", what), parts,
                                      _text(entry, "doc", what), _text(entry, "source", what),
-                                     int(str(entry["block"])) if entry.get("block") is not None else None)
+                                     _int(entry["block"], f"{what}'s block") if entry.get("block") is not None else None)
         else:
             kv[str(name)] = KVScheme(str(name), _fraction(entry["element"], f"{what}'s element"), None, (),
                                      _text(entry, "doc", what), _text(entry, "source", what))
