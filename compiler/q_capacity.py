@@ -25,8 +25,9 @@ class CapacityQueries:
 
     def _budget(self, model, a):
         """(free bytes per stage for state, per-request state per stage as expressions in H, deployment)."""
-        device = a.name("device", required=True)
-        memory = self._memory_of(a, device)
+        # kv_memory= gives each device's state budget directly (vLLM's --kv-cache-memory-bytes)
+        kv_memory = a.quantity("kv_memory", BYTES, None)
+        memory = self._memory_of(a, a.name("device", required=True)) if kv_memory is None else None
         workspace = a.quantity("workspace", BYTES, sp.Integer(0))
         fmt = self._format_of(a)
         dep = self._deployment(a)
@@ -44,7 +45,8 @@ class CapacityQueries:
             frac = store_fraction(self._store_units(model, use.store), dep, use.store, a.loc)
             states.append((use.layers, use.segment, use.mult,
                            entries * self._store_bytes(model, use.store, fmt) * frac))
-        free = [memory - w - workspace for w in self._per_stage(model, dep, weights, a.loc)]
+        free = [memory - w - workspace if kv_memory is None else kv_memory
+                for w in self._per_stage(model, dep, weights, a.loc)]
         per_request = self._per_stage(model, dep, states, a.loc)
         if all(s == 0 for s in per_request):
             raise SpecError(f"{self.spec.model} keeps no per-request state, so capacity has no bound", a.loc,

@@ -69,8 +69,8 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
     "capacity": [
         ("b_max", "device=, H, workspace=0 B, format=, weights=, kv=, memory=, block=, allocator=, kv_memory=, "
                   "max_num_batched_tokens=8192, tp=1, pp=1, ep=1, dp=1", "",
-         "requests that fit on the deployment (workspace= and memory= per device; allocator=vllm: "
-         "vLLM's paged pool, kv_memory= its --kv-cache-memory-bytes)"),
+         "requests that fit on the deployment (workspace= and memory= per device; kv_memory= the state "
+         "budget per device, vLLM's --kv-cache-memory-bytes; allocator=vllm: vLLM's paged pool)"),
         ("h_max", "device=, B=1, workspace=0 B, format=, weights=, kv=, memory=, block=, allocator=, kv_memory=, "
                   "max_num_batched_tokens=8192, tp=1, pp=1, ep=1, dp=1", "tokens",
          "the longest context at which B requests fit (block=: entries round up to whole blocks)"),

@@ -225,3 +225,14 @@ def test_fp8_ds_mla_pages_are_64_tokens():
     q = "h_max(kv_memory=40 GiB, allocator=vllm, kv=fp8_ds_mla, mla=compressed, extrapolate=true{})"
     assert _value(m, q.format("")) == (40 * GIB // (656 * 64) // 61 - 1) * 64
     assert _value(m, q.format(", block=16")) == (40 * GIB // (656 * 16) // 61 - 1) * 16
+
+
+def test_kv_memory_poses_the_same_budget_to_specc_s_rule():
+    """kv_memory= without allocator=: specc's exact state (a sliding layer keeps its window),
+    the comparison the allocator differs from."""
+    m = specc.load("gpt_oss_20b")
+    per_request = _value(m, "state_bytes(H=4096)")
+    assert _value(m, "b_max(H=4096, kv_memory=40 GiB)") == 40 * GIB // per_request == 413
+    llama = specc.load("llama31_8b")
+    assert _value(llama, "b_max(H=4096, kv_memory=40 GiB)") == 80
+    assert _value(llama, "h_max(kv_memory=40 GiB)") == 327_680
