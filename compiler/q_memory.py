@@ -82,11 +82,12 @@ class MemoryQueries:
             shared, rows_read = sp.Integer(0), sp.Integer(0)
             frac = weight_fraction(op, dep, loc) if not dep.trivial else 1
             for w in op.weights:
+                if op.lookup:      # a table is read by row; schemes quantize matrices, never tables
+                    bpp = self._bytes_per_param(model, fmt, w.group)
+                    rows_read += substitute(op.lookup_rows, decode) * w.shape[-1] * bpp * sp.Rational(1, dep.ep)
+                    continue
                 stored = self._stored_bytes(model, fmt, op, w)
-                if op.lookup:
-                    rows_read += substitute(op.lookup_rows, decode) * w.shape[-1] * stored / w.params \
-                        * sp.Rational(1, dep.ep)
-                elif op.experts != 1:
+                if op.experts != 1:
                     local = op.experts * ep_fraction(op, dep, loc) if dep.ep > 1 else op.experts
                     routed = substitute(op.rows, decode)
                     touched = exact_min(local, sp.ceiling(routed / dep.ep) if dep.ep > 1 else routed)

@@ -263,3 +263,16 @@ def test_a_spec_format_naming_an_unknown_scheme_is_located(tmp_path):
     with pytest.raises(SpecError, match="unknown weight scheme 'fp8_blok128'") as info:
         load_spec(spec)
     assert (info.value.loc.line, info.value.loc.col) == (5, 30)
+
+
+def test_decode_reads_the_quantized_bytes():
+    """A decode step reads every matrix in its scheme once; the embedding table is read by row."""
+    m = specc.load("llama31_8b")
+    table = 128256 * 4096 * 2
+    for scheme in ("fp8", "int4_g128", "nvfp4"):
+        assert _value(m, f"weight_read_bytes(weights={scheme})") == _value(m, f"weight_bytes(weights={scheme})") - table
+    moe = specc.load("toy_moe")     # B=1 touches k of the E experts: the per-expert share of the scheme's bytes
+    full = _value(moe, "weight_read_bytes(B=64, weights=mxfp4)")
+    one = _value(moe, "weight_read_bytes(B=1, weights=mxfp4)")
+    per_expert = _hand("mxfp4", 16, 64) + _hand("mxfp4", 64, 16)
+    assert full - one == (8 - _value(moe, "dim(k)")) * per_expert
