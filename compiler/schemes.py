@@ -52,8 +52,8 @@ class WeightScheme:
         if self.group == "channel":
             return o
         if isinstance(self.group, tuple):
-            return sp.ceiling(sp.Rational(1, 1) * i / self.group[0]) * sp.ceiling(sp.Rational(1, 1) * o / self.group[1])
-        return sp.ceiling(sp.Rational(1, 1) * i / self.group) * o
+            return sp.ceiling(sp.sympify(i) / self.group[0]) * sp.ceiling(sp.sympify(o) / self.group[1])
+        return sp.ceiling(sp.sympify(i) / self.group) * o
 
     def matrix_bytes(self, i, o, copies):
         """Exact bytes of `copies` copies of W[i, o] in this scheme."""
@@ -99,10 +99,6 @@ class FormatChoice(str):
         obj = super().__new__(cls, name)
         obj.weights, obj.kv, obj.compute, obj.loc = weights, kv, compute, loc
         return obj
-
-    @property
-    def key(self) -> tuple:
-        return (str(self), self.weights and self.weights.name, self.kv and self.kv.name)
 
 
 # ------------------------------------------------------------------ the table
