@@ -25,6 +25,7 @@ from ..dsl.units import DISPLAY, dims_name
 from . import compiled, queries
 from .compiled import Answer, Store, Template
 from .queries import QueryEngine
+from .schemes import SCHEMES_FILE
 
 
 @contextlib.contextmanager
@@ -80,12 +81,13 @@ _OWN_FILES: dict = {}
 
 
 def _own_files(engine: QueryEngine) -> frozenset:
-    """The spec's own sources and the hardware files it can see, listed once per
+    """The spec's own sources, the schemes table and the hardware files it can see, listed once per
     spec and sources per process (a verify of a thousand claims asked per claim)."""
     key = (engine.spec.path, tuple(engine.spec.sources or ()))
     found = _OWN_FILES.get(key)
     if found is None:
         files = {str(Path(s).resolve()) for s in (engine.spec.sources or [engine.spec.path])}
+        files.add(str(SCHEMES_FILE.resolve()))      # weights=/kv= and formats' scheme: read this table
         found = _OWN_FILES[key] = frozenset(files | _hardware_near(str(Path(engine.spec.path).resolve().parent)))
     return found
 
@@ -173,6 +175,13 @@ def answer(engine: QueryEngine, text: str, extra_deps=(), eager: bool = False) -
     than the symbolic path, and the literal answer is stored either way."""
     spec_path = engine.spec.path
     store = store_for(engine)
+    if "weights=" in text or "compute=" in text:
+        # a deployment-format knob: the answer names the math type it used (e.g. "compute
+        # fp8"), which compiled forms do not carry, so the symbolic engine answers it
+        result = engine.evaluate_text(text, "<query>")
+        note = getattr(result, "note", "")
+        return Answer(result.value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims))
+                      + (f"  ({note})" if note else ""), bool(result.extrapolated))
     if not eager and text in store.literals:
         return store.literals[text]
     template, bind = compiled.normalize(text)

@@ -14,6 +14,7 @@ import sympy as sp
 
 from ..dsl.errors import SpecError
 from ..dsl.units import BYTES, NONE, TOKENS
+from . import allocator
 from .query_base import Quantity
 from .sharding import Deployment, store_fraction, weight_fraction
 from .symbols import H
@@ -26,16 +27,17 @@ class CapacityQueries:
 
     def _budget(self, model, a, need_state=True):
         """(free bytes per stage for state, per-request state per stage as expressions in H, deployment)."""
-        device = a.name("device", required=True)
-        memory = self._memory_of(a, device)
+        # kv_memory= gives each device's state budget directly (vLLM's --kv-cache-memory-bytes)
+        kv_memory = a.quantity("kv_memory", BYTES, None)
+        memory = self._memory_of(a, a.name("device", required=True)) if kv_memory is None else None
         workspace = a.quantity("workspace", BYTES, sp.Integer(0))
-        fmt = self._format(a.name("format"), a.loc)
+        fmt = self._format_of(a)
         dep = self._deployment(a)
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
         block = self._block(a)
         weights, states = [], []
         for op in model.ops:
-            amount = sp.Add(*[w.params * self._bytes_per_param(model, fmt, w.group) for w in op.weights])
+            amount = sp.Add(*[self._stored_bytes(model, fmt, op, w) for w in op.weights])
             if amount != 0:
                 weights.append((op.layers, op.segment, op.mult, amount * weight_fraction(op, dep, a.loc)))
         for use in model.states:
@@ -45,7 +47,8 @@ class CapacityQueries:
             frac = store_fraction(self._store_units(model, use.store), dep, use.store, a.loc)
             states.append((use.layers, use.segment, use.mult,
                            entries * self._store_bytes(model, use.store, fmt) * frac))
-        free = [memory - w - workspace for w in self._per_stage(model, dep, weights, a.loc)]
+        free = [memory - w - workspace if kv_memory is None else kv_memory
+                for w in self._per_stage(model, dep, weights, a.loc)]
         per_request = self._per_stage(model, dep, states, a.loc)
         if need_state and all(s == 0 for s in per_request):
             raise SpecError(f"{self.spec.model} keeps no per-request state, so capacity has no bound", a.loc,
@@ -91,6 +94,8 @@ class CapacityQueries:
         return block
 
     def q_b_max(self, model, a):
+        if a.raw("allocator") is not None:     # a declared engine's paging rules (compiler/allocator.py)
+            return allocator.b_max(self, model, a)
         a.used.add("H")
         free, per_request, dep = self._budget(model, a)
         length = a.scenario("H")
@@ -100,6 +105,8 @@ class CapacityQueries:
         return Quantity(dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits)), NONE, ext)
 
     def q_h_max(self, model, a):
+        if a.raw("allocator") is not None:
+            return allocator.h_max(self, model, a)
         free, per_request, dep = self._budget(model, a)
         batch = a.scenario("B", 1)
         if batch < 1:
@@ -120,10 +127,14 @@ class CapacityQueries:
         while hi - lo > 1:
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        if model.max_context is not None and lo > model.max_context:
-            # the model's maximum context bounds the answer, unless the user asks beyond it
-            flag = a.raw("extrapolate")
-            if flag not in ("true", sp.Integer(1)):
+        return self.context_answer(model, a, lo)
+
+    @staticmethod
+    def context_answer(model, a, longest):
+        """h_max's answer for the longest context that fits, under every allocator: the model's
+        maximum context bounds it, unless the user asks beyond it (extrapolate=true)."""
+        if model.max_context is not None and longest > model.max_context:
+            if a.raw("extrapolate") not in ("true", sp.Integer(1)):
                 return Quantity(sp.Integer(model.max_context), TOKENS)
-            return Quantity(sp.Integer(lo), TOKENS, True)
-        return Quantity(sp.Integer(lo), TOKENS)
+            return Quantity(sp.Integer(longest), TOKENS, True)
+        return Quantity(sp.Integer(longest), TOKENS)

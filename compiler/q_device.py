@@ -111,12 +111,13 @@ class DeviceQueries:
                             expected=f"measured: {{{key}: ..., source: ...}} in {path.name}, or efficiency=peak")
         return path, table[key]
 
-    def _peak_of(self, a, device):
-        """The FLOP/s a time query applies: flops=, else the measured or datasheet rate of dtype=."""
+    def _peak_of(self, a, device, dtype=None):
+        """The FLOP/s a time query applies: flops=, else the measured or datasheet rate of the
+        math type (compute=/dtype=, or the weight scheme's)."""
         if self._efficiency(a) == "peak" or a.raw("flops") is not None:
-            return self._flops_of(a, device)
+            return self._flops_of(a, device, dtype)
         path, table = self._measured(device, "flops", a.loc)
-        dtype = a.name("dtype")
+        dtype = dtype or a.name("dtype")
         if dtype is None:
             dtype = next((t for t in _DEFAULT_DTYPES if t in table), None)
         if dtype not in table:

@@ -49,7 +49,7 @@ class MemoryQueries:
         return total
 
     def q_weight_bytes(self, model, a):
-        fmt = self._format(a.name("format"), a.loc)
+        fmt = self._format_of(a)
         group = a.name("group")
         dep = self._deployment(a)
         if dep.trivial and not dep.per_device:
@@ -57,14 +57,14 @@ class MemoryQueries:
             for op in model.ops:
                 for w in op.weights:
                     if group is None or w.group == group:
-                        total += op.mult * w.params * self._bytes_per_param(model, fmt, w.group)
+                        total += op.mult * self._stored_bytes(model, fmt, op, w)
             return Quantity(total, BYTES)
         return Quantity(self._weight_bytes_deployed(model, fmt, group, dep, a.loc), BYTES)
 
     def _weight_bytes_deployed(self, model, fmt, group, dep, loc):
         terms = []
         for op in model.ops:
-            amount = sp.Add(*[w.params * self._bytes_per_param(model, fmt, w.group)
+            amount = sp.Add(*[self._stored_bytes(model, fmt, op, w)
                               for w in op.weights if group is None or w.group == group])
             if amount != 0:
                 terms.append((op.layers, op.segment, op.mult, amount * weight_fraction(op, dep, loc)))
@@ -88,16 +88,18 @@ class MemoryQueries:
             shared, rows_read = sp.Integer(0), sp.Integer(0)
             frac = weight_fraction(op, dep, loc) if not dep.trivial else 1
             for w in op.weights:
-                bpp = self._bytes_per_param(model, fmt, w.group)
-                if op.lookup:
+                if op.lookup:      # a table is read by row; schemes quantize matrices, never tables
+                    bpp = self._bytes_per_param(model, fmt, w.group)
                     rows_read += rows_of(op.lookup_rows, True) * w.shape[-1] * bpp
-                elif op.experts != 1:
+                    continue
+                stored = self._stored_bytes(model, fmt, op, w)
+                if op.experts != 1:
                     local = op.experts * ep_fraction(op, dep, loc) if dep.ep > 1 else op.experts
                     routed = rows_of(op.rows, False)
                     touched = exact_min(local, sp.ceiling(routed / dep.ep) if dep.ep > 1 else routed)
-                    shared += w.params / op.experts * tp_fraction(op, dep, loc) * touched * bpp
+                    shared += stored / op.experts * tp_fraction(op, dep, loc) * touched
                 else:
-                    shared += w.params * bpp * frac
+                    shared += stored * frac
             if shared != 0 or rows_read != 0:
                 out.append((op.layers, op.segment, op.mult, shared, rows_read, op.id))
         return out
@@ -112,5 +114,5 @@ class MemoryQueries:
     def q_weight_read_bytes(self, model, a):
         batch = a.scenario("B", 1)
         dep = self._deployment(a)
-        shared, _ = self._weight_reads(model, self._format(a.name("format"), a.loc), batch, False, dep, a.loc)
+        shared, _ = self._weight_reads(model, self._format_of(a), batch, False, dep, a.loc)
         return Quantity(shared, BYTES)

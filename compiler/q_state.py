@@ -40,7 +40,7 @@ class StateQueries:
         return dep.requests_per_device(batch) if dep.per_device else batch
 
     def q_kv_bytes_per_token(self, model, a):
-        fmt = self._format(a.name("format"), a.loc)
+        fmt = self._format_of(a)
         stores = self._stores(a.name("component") or ("kv" if self._has_tag("kv") else None), a.loc)
         expr = self._request_state(model, model.states, fmt, stores, self._deployment(a), a.loc)
         slope = (expr.xreplace({H: _FAR + _SPAN}) - expr.xreplace({H: _FAR})) / _SPAN
@@ -52,9 +52,13 @@ class StateQueries:
         return any(tag in s.tags for s in self.spec.stores.values())
 
     def q_state_bytes(self, model, a):
+        if a.raw("allocator") is not None:     # the pages an engine's allocator holds (compiler/allocator.py)
+            from . import allocator
+
+            return allocator.state_bytes(self, model, a)
         length, batch = a.scenario("H"), a.scenario("B", 1)
         ext = a.check_context(model, length)
-        fmt = self._format(a.name("format"), a.loc)
+        fmt = self._format_of(a)
         dep = self._deployment(a)
         expr = self._request_state(model, model.states, fmt, self._stores(a.name("component"), a.loc), dep, a.loc)
         return Quantity(self._requests_on(batch, dep) * expr.xreplace({H: length}), BYTES, ext)
@@ -62,7 +66,7 @@ class StateQueries:
     def q_decode_read_bytes(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B", 1)
         ext = a.check_context(model, length)   # a snapshot read at length H, like state_bytes
-        fmt = self._format(a.name("format"), a.loc)
+        fmt = self._format_of(a)
         component = a.name("component")
         dep = self._deployment(a)
         total = sp.Integer(0)
@@ -81,7 +85,7 @@ class StateQueries:
         rewritten whole); a spec that declares none writes what its state grows by."""
         length, batch = a.scenario("H"), a.scenario("B", 1)
         ext = a.check_context(model, length + 1)
-        fmt = self._format(a.name("format"), a.loc)
+        fmt = self._format_of(a)
         stores = self._stores(a.name("component"), a.loc)
         if model.writes:
             per_step = self._state_expr(model, model.writes, fmt, stores).xreplace({H: length})
@@ -93,7 +97,7 @@ class StateQueries:
     def q_request_read_bytes(self, model, a):
         batch, cached, new, gen = self._call_scenario(a, need_g=True)
         ext = a.check_context(model, cached + new + gen - 1)
-        fmt = self._format(a.name("format"), a.loc)
+        fmt = self._format_of(a)
         per_step = self._state_expr(model, model.reads, fmt, self._stores(a.name("component"), a.loc))
         lo, hi = cached + new, cached + new + gen - 1
         total = range_sum(_settle_conditions(per_step.xreplace({H: _L}), _L, lo, hi), _L, lo, hi)

@@ -114,11 +114,12 @@ class TimeQueries:
         device = a.name("device", required=True)
         dep = self._deployment(a, ("tp", "pp", "ep", "dp"))
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
-        peak = self._peak_of(a, device) * _fraction(a, "mfu")
+        fmt = self._format_of(a)
+        dtype, self.last_compute = self._compute_dtype(a, fmt, device)
+        peak = self._peak_of(a, device, dtype) * _fraction(a, "mfu")
         bandwidth = self._memory_rate_of(a, device) * _fraction(a, "mbu")
         with_activations = _flag(a, "activations")
         act_bytes = self._act_bytes(a)
-        fmt = self._format(a.name("format"), a.loc)
         scenarios = [{B: batch, S: cached, P: new} for batch, cached, new in parts]
 
         # weights each op reads (per device)
@@ -178,6 +179,28 @@ class TimeQueries:
             colls = [dataclasses.replace(c, size=c.size + o.size) for c, o in zip(colls, other)]
         return sp.Add(*[c.mult * collective_seconds(c, links, a.loc) for c in colls])
 
+    def _compute_dtype(self, a, fmt, device):
+        """(math type, note) of a call. compute= (or dtype=) as given; else a weight scheme's:
+        weights and activations both quantized (FP8, INT8, NVFP4) run at that type's peak,
+        weight-only schemes (INT4, MXFP4) dequantize into BF16 math; a device whose datasheet
+        gives no rate for the scheme's type runs it in its default type. The note is what
+        the output prints ("" without a scheme or compute=, so plain outputs are unchanged)."""
+        given = a.name("compute") or a.name("dtype")
+        if a.name("compute") and a.name("dtype") and a.name("compute") != a.name("dtype"):
+            raise SpecError("compute= and dtype= disagree", a.loc, expected="one of them")
+        if given:
+            return given, (f"compute {given}" if a.name("compute") else "")
+        scheme = getattr(fmt, "weights", None)
+        if scheme is None or a.raw("flops") is not None:
+            return None, ""
+        path, hw = self._device_file(device, a.loc)
+        rates = hw.get("flops") if hasattr(hw, "get") else None
+        if scheme.compute in ("bf16", "fp16") or not hasattr(rates, "items") or scheme.compute not in rates:
+            fallback = next((t for t in ("bf16", "fp16") if hasattr(rates, "items") and t in rates), None)
+            why = "" if scheme.compute in ("bf16", "fp16") else f"; {path.stem} has no {scheme.compute} rate"
+            return fallback, f"compute {fallback or 'default'}: weights={scheme.name}{why}"
+        return scheme.compute, f"compute {scheme.compute}: weights={scheme.name}"
+
     def _state_traffic(self, model, fmt, dep, batch, cached, new, loc) -> dict:
         """(block, store) -> state bytes one device reads and writes in the call."""
         on_device = dep.requests_per_device(batch)
@@ -228,7 +251,7 @@ class TimeQueries:
     def q_call_time(self, model, a):
         batch, cached, new, _ = self._call_scenario(a)
         seconds, ext = self._timed(model, a, batch, cached, new)
-        return Quantity(seconds, SECONDS, ext)
+        return Quantity(seconds, SECONDS, ext, self.last_compute)
 
     def q_ttft(self, model, a):
         """One request's time to first token: its prompt of P tokens prefilled in chunks of
@@ -253,7 +276,8 @@ class TimeQueries:
         self.check_fit(model, a, others + 1, context)
         decode = [(others, length, sp.Integer(1))] if others != 0 else []
         if budget is None:
-            return Quantity(self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(0), new)] + decode), SECONDS, ext)
+            seconds = self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(0), new)] + decode)
+            return Quantity(seconds, SECONDS, ext, self.last_compute)
         # each dp group schedules its own steps: the budget serves that group's decode rows
         rows_beside = self._deployment(a, ("tp", "pp", "ep", "dp")).requests_per_device(others)
         chunk = budget - rows_beside
@@ -268,19 +292,19 @@ class TimeQueries:
             step = min(chunk, new - done)
             total += self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(done), sp.Integer(step))] + decode)
             done += step
-        return Quantity(total, SECONDS, ext)
+        return Quantity(total, SECONDS, ext, self.last_compute)
 
     def q_tpot(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B", 1)
         seconds, ext = self._timed(model, a, batch, length, sp.Integer(1))
-        return Quantity(seconds, SECONDS, ext)
+        return Quantity(seconds, SECONDS, ext, self.last_compute)
 
     def q_throughput(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B")
         if batch < 1:
             raise SpecError("throughput needs B >= 1", a.loc, expected="B=1 or more")
         seconds, ext = self._timed(model, a, batch, length, sp.Integer(1))
-        return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext)
+        return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext, self.last_compute)
 
     def roofline_forms(self, choices: dict, fmt: str | None = None, tp: int = 1, pp: int = 1, ep: int = 1,
                        act_bytes=2, rows: bool = True, dp: int | None = None) -> dict:

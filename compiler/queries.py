@@ -26,6 +26,7 @@ from .build import Model
 from .model_cache import compile_cached
 from .expressions import Evaluator, checked_power
 from ..dsl.limits import check_digits
+from . import schemes
 from .q_capacity import CapacityQueries
 from .q_compute import ComputeQueries
 from .q_deployment import DeploymentQueries
@@ -51,7 +52,8 @@ _QUERY_ARGS = {"B", "S", "P", "G", "H", "format", "device", "workspace", "extrap
                "checkpointing", "backward", "spec", "tp", "pp", "ep", "dp", "per_device", "zero", "memory",
                "block", "dtype", "mfu", "mbu", "overlap", "activations", "act_bytes", "link", "flops", "bandwidth",
                "link_bandwidth", "scale_out_bandwidth", "latency", "ignore_fit", "efficiency",
-               "max_num_batched_tokens", "convention"} | _FILTERS
+               "max_num_batched_tokens", "convention", "weights", "kv", "compute", "allocator", "kv_memory",
+               "block_size"} | _FILTERS
 
 
 def _hardware_file(spec_path: str, device: str, loc) -> Path:
@@ -141,6 +143,14 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
             raise SpecError(f"unknown format '{fmt}'", loc, expected=did_you_mean(fmt, self.spec.formats))
         return fmt
 
+    def _format_of(self, a):
+        """The call's format with its weights=/kv=/compute= knobs (compiler/schemes.py)."""
+        return schemes.choose(self, a)
+
+    def _stored_bytes(self, model: Model, fmt, op, weight) -> sp.Expr:
+        """Bytes of one weight of an op in the format (a weight scheme counts codes, scales, zeros)."""
+        return schemes.weight_bytes(self, model, fmt, op, weight)
+
     def _bytes_per_param(self, model: Model, fmt: str, group: str) -> sp.Expr:
         weights = self.spec.formats[fmt].weights
         node = weights.get(group) or weights.get("default")
@@ -162,7 +172,7 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         if node is None:
             raise SpecError(f"store '{store}' has no entry size for format '{fmt}'", sdef.loc,
                             expected=f"bytes: {{{fmt}: ...}} or a default")
-        return self._constant(model, node)
+        return schemes.store_entry_bytes(self, model, store, fmt, node)
 
     def _stores(self, component, loc) -> list:
         names = list(self.spec.stores)

@@ -27,10 +27,11 @@ class Quantity:
     value: sp.Expr
     dims: tuple
     extrapolated: bool = False
+    note: str = ""          # a convention the answer used, printed after it (e.g. "compute fp8")
 
     def with_value(self, value, dims=None, extrapolated=None) -> "Quantity":
         return Quantity(value, self.dims if dims is None else dims,
-                        self.extrapolated if extrapolated is None else extrapolated)
+                        self.extrapolated if extrapolated is None else extrapolated, self.note)
 
 
 

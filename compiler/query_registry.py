@@ -41,8 +41,8 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
         ("params", "group=, op=, layer=, stage=, " + DEPLOY_ARGS, "params",
          "parameter count (groups: embedding_head, attention_projection, dense_shared_ffn, routed_experts, "
          "engram, other)"),
-        ("weight_bytes", "format=, group=, " + DEPLOY_ARGS, "B", "bytes of stored weights in a storage format"),
-        ("weight_read_bytes", "B=1, format=, " + DEPLOY_ARGS, "B",
+        ("weight_bytes", "format=, weights=, group=, " + DEPLOY_ARGS, "B", "bytes of stored weights in a storage format"),
+        ("weight_read_bytes", "B=1, format=, weights=, " + DEPLOY_ARGS, "B",
          "weight bytes one decode step reads (only the experts B rows can touch; lookup tables excluded)"),
     ],
     "compute": [
@@ -54,20 +54,25 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
         ("rows", "B=1, S=0, P, op=, layer=", "", "rows (positions × requests) an op processes in one call"),
     ],
     "state": [
-        ("kv_bytes_per_token", "format=, component=, " + DEPLOY_ARGS, "B/token",
+        ("kv_bytes_per_token", "format=, kv=, component=, " + DEPLOY_ARGS, "B/token",
          "average growth of the kv-tagged state per token"),
-        ("state_bytes", "H, B=1, format=, component=, " + DEPLOY_ARGS, "B", "resident state at context length H"),
-        ("decode_read_bytes", "H, B=1, format=, component=, " + DEPLOY_ARGS, "B",
+        ("state_bytes", "H, B=1, format=, kv=, component=, allocator=, block=, max_num_batched_tokens=8192, "
+                        + DEPLOY_ARGS, "B", "resident state at context length H (allocator=vllm: the pool pages "
+                        "vLLM holds for it)"),
+        ("decode_read_bytes", "H, B=1, format=, weights=, kv=, component=, " + DEPLOY_ARGS, "B",
          "bytes one decode step reads (component weights, lookup, a store or a tag)"),
-        ("decode_write_bytes", "H, B=1, format=, component=", "B",
+        ("decode_write_bytes", "H, B=1, format=, kv=, component=", "B",
          "bytes the step from H to H+1 tokens writes (writes: declarations; else the state's growth)"),
-        ("request_read_bytes", "S=0, P, G, B=1, format=, component=", "B",
+        ("request_read_bytes", "S=0, P, G, B=1, format=, kv=, component=", "B",
          "state bytes read by the G−1 decode steps"),
     ],
     "capacity": [
-        ("b_max", "device=, H, workspace=0 B, format=, memory=, block=, tp=1, pp=1, ep=1, dp=1", "",
-         "requests that fit on the deployment (workspace= and memory= per device)"),
-        ("h_max", "device=, B=1, workspace=0 B, format=, memory=, block=, tp=1, pp=1, ep=1, dp=1", "tokens",
+        ("b_max", "device=, H, workspace=0 B, format=, weights=, kv=, memory=, block=, allocator=, kv_memory=, "
+                  "max_num_batched_tokens=8192, tp=1, pp=1, ep=1, dp=1", "",
+         "requests that fit on the deployment (workspace= and memory= per device; kv_memory= the state "
+         "budget per device, vLLM's --kv-cache-memory-bytes; allocator=vllm: vLLM's paged pool)"),
+        ("h_max", "device=, B=1, workspace=0 B, format=, weights=, kv=, memory=, block=, allocator=, kv_memory=, "
+                  "max_num_batched_tokens=8192, tp=1, pp=1, ep=1, dp=1", "tokens",
          "the longest context at which B requests fit (block=: entries round up to whole blocks); at most "
          "max_context unless extrapolate=true"),
     ],
@@ -87,9 +92,10 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
          "(ring all-reduce, all-gather, expert all-to-all, pipeline sends)"),
     ],
     "time": [
-        ("call_time", "B=1, S=0, P, device=, dtype=, format=, tp=1, pp=1, ep=1, dp=1, mfu=1, mbu=1, "
-                      "efficiency=peak|measured, overlap=false, activations=false, act_bytes=2, flops=, bandwidth=, "
-                      "link_bandwidth=, scale_out_bandwidth=, latency=, memory=, workspace=0 B, ignore_fit=false", "s",
+        ("call_time", "B=1, S=0, P, device=, dtype=, compute=, format=, weights=, kv=, tp=1, pp=1, ep=1, dp=1, "
+                      "mfu=1, mbu=1, efficiency=peak|measured, overlap=false, activations=false, act_bytes=2, flops=, "
+                      "bandwidth=, link_bandwidth=, scale_out_bandwidth=, latency=, memory=, workspace=0 B, "
+                      "ignore_fit=false", "s",
          "roofline time of one call on the busiest device: Σ ops max(FLOPs/(peak·mfu), bytes/(bandwidth·mbu)) "
          "+ Σ collectives (latency + bytes/link per direction); none for a deployment that does not fit"),
         ("ttft", "P, B=0, H=, max_num_batched_tokens=, device=, ...", "s",

@@ -134,6 +134,8 @@ class FormatDef:
     default: bool
     doc: str
     loc: Loc
+    scheme: str | None = None   # a weight scheme of specs/formats/schemes.yaml (the release's format)
+    kv: str | None = None       # a KV scheme of specs/formats/schemes.yaml
 
 
 @dataclass
@@ -165,6 +167,19 @@ class Spec:
 
 
 # ------------------------------------------------------------------ loading
+def _format_schemes(value) -> tuple:
+    """A format's `scheme:` and `kv:` names, checked against specs/formats/schemes.yaml."""
+    from .schemes import kv_scheme, weight_scheme
+
+    out = []
+    for key, check in (("scheme", weight_scheme), ("kv", kv_scheme)):
+        name_ = value.get(key)
+        if name_ is not None:
+            check(str(name_), name_.loc)
+        out.append(str(name_) if name_ is not None else None)
+    return tuple(out)
+
+
 def _parse_block(block_name: Text, node, file: str) -> BlockDef:
     node = check_keys(node, {"doc", "params", "inputs", "outputs", "ops", "state", "reads", "writes"},
                       {"ops"},
@@ -354,7 +369,7 @@ def load_spec(path: str | Path) -> Spec:
         if value is not None and not isinstance(value, Map):
             raise SpecError(f"format '{key}' must be a mapping", value.loc,
                             expected="{default: true, weights: {default: 2}}")
-        value = check_keys(value or Map(), {"default", "weights", "doc"}, set(), f"format '{key}'")
+        value = check_keys(value or Map(), {"default", "weights", "doc", "scheme", "kv"}, set(), f"format '{key}'")
         if value.get("weights") is not None:
             if not isinstance(value["weights"], Map):
                 raise SpecError(f"'weights:' of format '{key}' must be a mapping of parameter groups to bytes per "
@@ -366,7 +381,8 @@ def load_spec(path: str | Path) -> Spec:
             raise SpecError(f"'default:' of format '{key}' must be true or false", value["default"].loc,
                             span=len(is_default), expected="true or false")
         formats[key] = FormatDef(key, weights, is_default == "true",
-                                 opt_text(value, "doc", f"format '{key}'"), raw["formats"].key_loc(key))
+                                 opt_text(value, "doc", f"format '{key}'"), raw["formats"].key_loc(key),
+                                 *_format_schemes(value))
 
     stores = {}
     for key, value in (raw.get("stores") or {}).items():

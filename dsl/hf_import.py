@@ -312,12 +312,25 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
         w(f"  {qname}:")
         w("    default: true")
         w("    doc: >")
-        for line in _wrap(f"{qdoc} (quantization_config), in the parameter groups {', '.join(groups)} "
-                          f"(a bias at its matrix's rate); the other groups (embeddings, head, norms, routers) "
-                          f"stay {dtype}; state {dtype}", 84):
+        if getattr(quant, "scheme", None):
+            text = (f"{qdoc} (quantization_config): the matrices of {', '.join(groups)} in scheme {quant.scheme} "
+                    f"(codes, scales and zero points counted per matrix); embeddings, head, norms, biases and "
+                    f"routers stay {dtype}; state " + (f"in KV scheme {quant.kv}" if quant.kv else dtype))
+        else:
+            text = (f"{qdoc} (quantization_config), in the parameter groups {', '.join(groups)} "
+                    f"(a bias at its matrix's rate); the other groups (embeddings, head, norms, routers) "
+                    f"stay {dtype}; state {dtype}")
+        for line in _wrap(text, 84):
             w("      " + line)
         rate_text = f"{rate.numerator}/{rate.denominator}" if rate.denominator != 1 else str(rate.numerator)
-        w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in groups)))
+        scheme = getattr(quant, "scheme", None)
+        if scheme:      # counted per matrix by specs/formats/schemes.yaml; other tensors stay in the dtype
+            w(f"    scheme: {scheme}")
+            if getattr(quant, "kv", None):
+                w(f"    kv: {quant.kv}")
+            w("    weights: {default: %s}" % elt)
+        else:
+            w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in groups)))
     w("")
     w("stores:")
     for store_name, tags, doc, expr, *shard in stores:

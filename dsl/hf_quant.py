@@ -21,16 +21,43 @@ Bytes per quantized parameter, as each format stores it:
   mxfp4             the routed experts only (transformers' MXFP4 quantizer replaces the
                     MoE expert weights; attention, routers, embeddings and head stay):
                     FP4 codes 1/2 byte + one E8M0 scale per 32 values: 1/2 + 1/32
+  compressed-tensors, fbgemm_fp8, modelopt
+                    name a scheme of specs/formats/schemes.yaml (the format's `scheme:`), whose
+                    bytes are counted per matrix from its shape: codes, scales, zero points
+                    (compressed-tensors: config_groups' weights num_bits/type/strategy/
+                    group_size/block_structure, FP8 tensor/channel/128×128 block, INT8
+                    channel, INT4 group with or without zero points; fbgemm_fp8: FP8 with a
+                    float32 scale per output channel; modelopt: quant_algo FP8 (per tensor) or
+                    NVFP4 (16-value groups), and kv_cache_quant_algo FP8 → an FP8 KV cache).
+                    Their ignore / modules_to_not_convert / exclude_modules lists may name
+                    only tensors the recipe keeps anyway (head, embeddings, routers, norms).
 Anything else is a located error (specc would otherwise print bf16 weight bytes
 for a quantized checkpoint)."""
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 from .errors import SpecError
 
 QUANTIZED_GROUPS = ("attention_projection", "dense_shared_ffn", "routed_experts")
+# module names an ignore list may hold: tensors the schemes' recipe keeps in high precision anyway
+_KEPT_MODULES = re.compile(r"(lm_head|embed\w*|wte|wpe|router|norm|(^|[.*])gate|shared_expert_gate)$")
+
+
+class QuantFormat(tuple):
+    """(format name, bytes per quantized parameter, doc, quantized groups), plus `scheme`
+    (a weight scheme of specs/formats/schemes.yaml, counted exactly per matrix) and `kv`
+    (a KV scheme) when the method names one. Unpacks as the 4-tuple it extends."""
+
+    scheme: str | None
+    kv: str | None
+
+    def __new__(cls, items, scheme=None, kv=None):
+        obj = super().__new__(cls, items)
+        obj.scheme, obj.kv = scheme, kv
+        return obj
 GPTQ_BITS = {2, 3, 4, 8}
 
 
@@ -97,7 +124,82 @@ def quant_format(cfg) -> tuple[str, Fraction, str, tuple] | None:
     if method == "mxfp4":
         return ("mxfp4", Fraction(1, 2) + Fraction(1, 32), "MXFP4 routed experts: 1/2 B + one E8M0 scale "
                 "per 32 values", ("routed_experts",))
+    if method == "compressed-tensors":
+        return _compressed_tensors(cfg, q, bad)
+    if method == "fbgemm_fp8":
+        _kept_only(q, "modules_to_not_convert", bad)
+        return QuantFormat(("fp8_channel", Fraction(1), "FP8 E4M3 weights (fbgemm_fp8) with one FP32 scale per "
+                            "output channel", QUANTIZED_GROUPS), "fp8_channel")
+    if method == "modelopt":
+        algo = q.get("quant_algo")
+        schemes = {"FP8": ("fp8", Fraction(1)), "NVFP4": ("nvfp4", Fraction(1, 2) + Fraction(1, 16))}
+        if algo not in schemes:
+            raise bad("quant_algo" if "quant_algo" in q else "quant_method",
+                      f"modelopt quant_algo {algo!r} has no scheme in specc", "FP8 or NVFP4")
+        if algo == "NVFP4" and q.get("group_size", 16) != 16:
+            raise bad("group_size", f"NVFP4's group_size is 16, got {q.get('group_size')!r}", "16")
+        kv_algo = q.get("kv_cache_quant_algo")
+        if kv_algo not in (None, "FP8"):
+            raise bad("kv_cache_quant_algo", f"modelopt kv_cache_quant_algo {kv_algo!r} has no KV scheme in specc",
+                      "FP8 or null")
+        _kept_only(q, "exclude_modules", bad)
+        name, rate = schemes[algo]
+        return QuantFormat((name, rate, f"ModelOpt {algo} weights", QUANTIZED_GROUPS), name,
+                           "fp8" if kv_algo == "FP8" else None)
     key = "quant_method" if "quant_method" in q else "quantization_config"
     raise SpecError(f"unknown quant_method {method!r}: specc cannot tell the bytes per parameter",
                     cfg.loc("quantization_config", key) if key == "quant_method" else cfg.loc(key),
-                    span=len(key) + 2, expected="gptq, awq, bitsandbytes, fp8 or mxfp4")
+                    span=len(key) + 2, expected="gptq, awq, bitsandbytes, fp8, mxfp4, compressed-tensors, fbgemm_fp8 or modelopt")
+
+
+def _kept_only(q, key, bad):
+    """An ignore list may only name tensors every scheme's recipe keeps in high precision."""
+    names = q.get(key) or []
+    if not isinstance(names, list) or any(not isinstance(n, str) for n in names):
+        raise bad(key, f"quantization_config.{key} must be a list of module names", '["lm_head"]')
+    for name in names:
+        bare = name[3:] if name.startswith("re:") else name
+        if not _KEPT_MODULES.search(bare.rstrip("$")):
+            raise bad(key, f"quantization_config.{key} keeps {name!r} unquantized; specc's recipes keep only the "
+                      "head, embeddings, routers and norms", "an ignore list of lm_head / embeddings / gates / norms")
+
+
+def _compressed_tensors(cfg, q, bad):
+    """compressed-tensors: the one config group's weight scheme → a scheme of specs/formats/schemes.yaml."""
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or len(groups) != 1:
+        raise bad("config_groups" if "config_groups" in q else "quant_method",
+                  "compressed-tensors config_groups must hold exactly one group", '{"group_0": {"weights": ...}}')
+    (group,) = groups.values()
+    w = group.get("weights") if isinstance(group, dict) else None
+    if not isinstance(w, dict):
+        raise bad("config_groups", "the compressed-tensors group has no weights scheme", '"weights": {...}')
+    bits, kind, strategy = w.get("num_bits"), w.get("type"), w.get("strategy")
+    acts = group.get("input_activations")
+    _kept_only(q, "ignore", bad)
+    if kind == "float" and bits == 8:
+        if strategy == "block":
+            if w.get("block_structure") != [128, 128]:
+                raise bad("config_groups", f"FP8 block_structure {w.get('block_structure')!r} has no scheme",
+                          "block_structure [128, 128]")
+            return QuantFormat(("fp8_block128", 1 + Fraction(4, 128 * 128), "FP8 weights, 128×128 blocks "
+                                "(compressed-tensors)", QUANTIZED_GROUPS), "fp8_block128")
+        if strategy in ("tensor", "channel"):
+            name = "fp8" if strategy == "tensor" else "fp8_channel"
+            return QuantFormat((name, Fraction(1), f"FP8 weights, {strategy} scales (compressed-tensors)",
+                                QUANTIZED_GROUPS), name)
+    if kind == "int" and bits == 8 and strategy == "channel":
+        return QuantFormat(("int8", Fraction(1), "INT8 weights, channel scales (compressed-tensors"
+                            + (", W8A8)" if acts else ")"), QUANTIZED_GROUPS), "int8")
+    if kind == "int" and bits == 4 and strategy == "group":
+        size = w.get("group_size")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise bad("config_groups", f"INT4 group_size must be a positive integer, got {size!r}", "128")
+        symmetric = w.get("symmetric", True) is not False
+        name = f"int4_sym_g{size}" if symmetric else f"int4_g{size}"
+        rate = Fraction(1, 2) + Fraction(16 + (0 if symmetric else 4), 8 * size)
+        return QuantFormat((name.replace("_g", "_g"), rate, f"INT4 weights, groups of {size} "
+                            f"({'symmetric' if symmetric else 'with zero points'}; compressed-tensors)",
+                            QUANTIZED_GROUPS), name)
+    raise bad("config_groups", f"compressed-tensors weights num_bits {bits!r}, type {kind!r}, strategy "
+              f"{strategy!r} have no scheme in specc", "FP8 tensor/channel/block, INT8 channel or INT4 group")

@@ -63,6 +63,7 @@ class Result:
     extrapolated: bool
     expr: object
     dims: tuple = ()
+    note: str = ""          # a convention the answer used (e.g. "compute fp8 (weights=fp8)")
 
     @property
     def symbolic(self) -> bool:
@@ -83,7 +84,7 @@ class Result:
 
     def __str__(self) -> str:
         """Exactly what `specc eval` prints after 'query = '."""
-        return display(self.value, self.unit, self.extrapolated)
+        return display(self.value, self.unit, self.extrapolated) + (f"  ({self.note})" if self.note else "")
 
     def to_json(self) -> dict:
         """The object `specc eval --json` prints for this query."""
@@ -95,8 +96,11 @@ class Result:
         else:
             shown = str(value)
         number = float(self.expr) if getattr(self.expr, "is_number", False) else None
-        return {"query": self.query, "value": shown, "float": number, "unit": self.unit,
-                "extrapolated": self.extrapolated}
+        out = {"query": self.query, "value": shown, "float": number, "unit": self.unit,
+               "extrapolated": self.extrapolated}
+        if self.note:
+            out["note"] = self.note
+        return out
 
 
 @dataclass(frozen=True)
@@ -215,7 +219,7 @@ class Model:
         if not symbolic and not getattr(quantity.value, "is_number", True):
             raise Error(f"'{text}' is not a number: {value}", expected="symbolic=True for a closed form")
         return Result(text, value, DISPLAY.get(quantity.dims, dims_name(quantity.dims)),
-                      bool(quantity.extrapolated), quantity.value, quantity.dims)
+                      bool(quantity.extrapolated), quantity.value, quantity.dims, getattr(quantity, "note", ""))
 
     def __getattr__(self, name):
         # one method per query of the registry: m.flops(P=8192), m.params(group="routed_experts")
