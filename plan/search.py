@@ -1,0 +1,289 @@
+"""The search: every deployment in a space, vectorized over the compiled formulas.
+
+For each layout (device, tp, pp, ep, format) the exact facts (memory, the
+requests that fit, the weights) are asked once and call_time's closed form in
+(B, S, P) is run in float64 over every running batch at once; the serving
+model (serving.py) is then applied to whole arrays of replica counts
+(aggregated) and of prefill × decode instance counts (disaggregated). Floats
+only screen: every deployment the plan reports is recomputed exactly by
+serving.evaluate, and a deployment the floats put within 1e-6 of a target is
+re-checked exactly before a costlier one is chosen."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .queries import Asker, Layout, Queries
+from .serving import (AGGREGATED, DISAGGREGATED, Deployment, EngineRules, LayoutFacts, Targets, Traffic,
+                      chunks, evaluate, mean_context)
+
+_SLACK = 1e-6           # float ratios within this of 1 are decided exactly
+
+
+@dataclass
+class Space:
+    devices: tuple
+    max_gpus: int
+    formats: tuple = ((),)             # each a tuple of (argument, value) pairs
+    modes: tuple = (AGGREGATED, DISAGGREGATED)
+    tp: tuple = (1, 2, 4, 8)
+    pp: tuple = (1, 2, 4, 8)
+    ep: tuple = (1, 2, 4, 8, 16, 32, 64)
+    prices: dict = field(default_factory=dict)     # device -> $ per device-hour
+
+
+@dataclass
+class Plan:
+    spec: str
+    traffic: Traffic
+    targets: Targets
+    rules: EngineRules
+    space: Space
+    chosen: object = None           # serving.Evaluation, or None
+    front: list = field(default_factory=list)
+    best_per_device: dict = field(default_factory=dict)
+    closest: object = None          # the nearest miss when nothing fits
+    candidates: int = 0
+    layouts: int = 0
+    seconds: float = 0.0
+    search_seconds: float = 0.0
+
+    def cost(self, dep: Deployment):
+        price = self.space.prices.get(dep.layout.device)
+        return None if price is None else price * dep.gpus
+
+
+def layouts(asker: Asker, space: Space) -> list:
+    moe = asker.try_exact("params(group=routed_experts)")
+    eps = space.ep if moe else (1,)
+    out = []
+    for device in space.devices:
+        for fmt in space.formats:
+            for tp in space.tp:
+                for pp in space.pp:
+                    for ep in eps:
+                        if tp * pp * ep <= space.max_gpus:
+                            out.append(Layout(device, tp, pp, ep, tuple(fmt)))
+    return out
+
+
+class _Columns:
+    """Candidate deployments as parallel arrays (one append per layout and mode)."""
+
+    names = ("layout", "mode", "dp", "dp_prefill", "gpus", "batch", "tpot", "ttft", "r_mem", "r_tpot", "r_ttft")
+
+    def __init__(self):
+        self.parts = {n: [] for n in self.names}
+
+    def add(self, **cols):
+        import numpy as np
+
+        size = max(np.size(v) for v in cols.values())
+        for n in self.names:
+            self.parts[n].append(np.broadcast_to(np.asarray(cols[n]), (size,)))
+
+    def finish(self):
+        import numpy as np
+
+        return {n: (np.concatenate(v) if v else np.zeros(0)) for n, v in self.parts.items()}
+
+
+def _running_batch(k, td, bs):
+    """Per row of k: the first b in bs with b ≥ k·t_d(b) (0 when none)."""
+    import numpy as np
+
+    ok = bs[None, :] >= k[:, None] * td[None, :]
+    first = ok.argmax(axis=1)
+    return np.where(ok.any(axis=1), bs[first], 0)
+
+
+def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space, cols: _Columns) -> int:
+    """Float steady states of every deployment of one layout; returns how many."""
+    import numpy as np
+
+    lay = facts.lay
+    ct = asker.call_time_grid(lay)
+    if ct is None:
+        return 0
+    n_fit = int(facts.n_fit.value)
+    inf = np.inf
+    ttft_target = float(targets.ttft) if targets.ttft is not None else None
+    tpot_target = float(targets.tpot) if targets.tpot is not None else None
+    per = lay.gpus
+    most = space.max_gpus // per
+    if most < 1:
+        return 0
+    cks = chunks(t.isl, facts.rules.chunk)
+    t_p = float(sum(ct(np.float64(1), np.float64(s), np.float64(p)) for s, p in cks))
+    b_top = int(min(max(2 * n_fit, 64), 1 << 15))
+    bs = np.arange(1, b_top + 1, dtype=np.float64)
+    td = np.asarray(ct(bs, np.float64(mean_context(t)), np.float64(1)), dtype=np.float64)
+    g1 = t.osl - 1
+    rate = float(t.rate)
+    poisson = t.arrivals == "poisson"
+    count = 0
+
+    def ratios(b, tpot, ttft):
+        r_mem = np.where(b > 0, (b + 1) / max(n_fit, 1e-300), inf) if n_fit > 0 else np.full(np.shape(b), inf)
+        r_tpot = tpot / tpot_target if tpot_target else np.zeros(np.shape(tpot))
+        r_ttft = ttft / ttft_target if ttft_target else np.zeros(np.shape(ttft))
+        return r_mem, r_tpot, r_ttft
+
+    def decode(lam_d, share):
+        k = lam_d * g1 / share
+        b = _running_batch(k, td, bs).astype(np.int64)
+        step = np.where(b > 0, td[np.maximum(b, 1) - 1], inf)
+        return b, step
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if AGGREGATED in space.modes:
+            dp = np.arange(1, most + 1, dtype=np.float64)
+            lam = rate / dp
+            u = lam * t_p
+            share = np.where(u < 1, 1 - u, np.nan)
+            b, step = decode(lam, share)
+            tpot = np.where(u < 1, step / share, inf)
+            s = t_p + len(cks) * step
+            rho = lam * s
+            wait = lam * s * s / (2 * (1 - rho)) if poisson else 0.0
+            ttft = np.where((rho < 1) & (b > 0), s + wait + (1 - rho) * step / 2, inf)
+            r_mem, r_tpot, r_ttft = ratios(b, tpot, ttft)
+            cols.add(layout=lay_index, mode=0, dp=dp.astype(np.int64), dp_prefill=0,
+                     gpus=(dp * per).astype(np.int64), batch=b, tpot=tpot, ttft=ttft,
+                     r_mem=r_mem, r_tpot=r_tpot, r_ttft=r_ttft)
+            count += most
+        if DISAGGREGATED in space.modes and most >= 2:
+            t_kv = float(facts.kv_transfer().value)
+            n = np.arange(1, most, dtype=np.float64)
+            # every (prefill, decode) pair with prefill + decode ≤ most
+            pp_, dd_ = np.meshgrid(n, n, indexing="ij")
+            keep = (pp_ + dd_) <= most
+            pp_, dd_ = pp_[keep], dd_[keep]
+            lam_p = rate / n
+            rho = lam_p * t_p
+            wait = lam_p * t_p * t_p / (2 * (1 - rho)) if poisson else 0.0
+            ttft_p = np.where(rho < 1, t_p + wait + t_kv, inf)
+            b_d, step_d = decode(rate / n, np.ones_like(n))
+            ip, idd = pp_.astype(np.int64) - 1, dd_.astype(np.int64) - 1
+            b, tpot, ttft = b_d[idd], step_d[idd], ttft_p[ip]
+            r_mem, r_tpot, r_ttft = ratios(b, tpot, ttft)
+            cols.add(layout=lay_index, mode=1, dp=dd_.astype(np.int64), dp_prefill=pp_.astype(np.int64),
+                     gpus=((pp_ + dd_) * per).astype(np.int64), batch=b, tpot=tpot, ttft=ttft,
+                     r_mem=r_mem, r_tpot=r_tpot, r_ttft=r_ttft)
+            count += len(pp_)
+    return count
+
+
+def _progress(start, quiet, text):
+    if not quiet and time.perf_counter() - start > 1.0:
+        sys.stderr.write(f"plan: {text} ({time.perf_counter() - start:.1f} s)\n")
+        sys.stderr.flush()
+
+
+def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: EngineRules | None = None,
+           queries: Queries | None = None, quiet: bool = False, front_size: int = 12) -> Plan:
+    """Every deployment of `space`; the cheapest that meets the targets (exact),
+    the Pareto front (cost, TTFT, TPOT), the best per device, or the closest miss."""
+    import numpy as np
+
+    start = time.perf_counter()
+    rules = rules or EngineRules()
+    asker = Asker(spec_path, queries)
+    plan = Plan(str(spec_path), traffic, targets, rules, space)
+    lays = layouts(asker, space)
+    facts_of: list = []
+    cols = _Columns()
+    screen_time = 0.0
+    done_devices = []
+    for i, lay in enumerate(lays):
+        try:
+            facts = LayoutFacts(asker, lay, traffic, rules)
+        except Exception as exc:            # a split the spec refuses: not a candidate
+            from ..dsl.errors import SpecError
+
+            if not isinstance(exc, SpecError):
+                raise
+            facts_of.append(None)
+            continue
+        facts_of.append(facts)
+        t0 = time.perf_counter()
+        plan.candidates += _screen(asker, facts, i, traffic, targets, space, cols)
+        screen_time += time.perf_counter() - t0
+        plan.layouts += 1
+        if i + 1 == len(lays) or lays[i + 1].device != lay.device:
+            done_devices.append(lay.device)
+            _progress(start, quiet, f"{lay.device} searched ({len(done_devices)}/{len(space.devices)} devices, "
+                                    f"{plan.candidates:,} deployments)")
+    asker.flush()
+    plan.search_seconds = screen_time
+    c = cols.finish()
+    if not len(c["gpus"]):
+        plan.seconds = time.perf_counter() - start
+        return plan
+    price = np.array([space.prices.get(lay.device, 1.0) if space.prices else 1.0 for lay in lays])
+    cost = price[c["layout"].astype(np.int64)] * c["gpus"]
+    worst = np.maximum(np.maximum(c["r_mem"], c["r_tpot"]), c["r_ttft"])
+    c["cost"], c["worst"] = cost, worst
+
+    def deployment(j) -> Deployment:
+        lay = lays[int(c["layout"][j])]
+        mode = AGGREGATED if c["mode"][j] == 0 else DISAGGREGATED
+        return Deployment(lay, mode, int(c["dp"][j]), int(c["dp_prefill"][j]))
+
+    cache: dict = {}
+
+    def exact(j):
+        dep = deployment(j)
+        if dep not in cache:
+            facts = facts_of[int(c["layout"][j])]
+            guess = int(c["batch"][j]) or None
+            cache[dep] = evaluate(facts, dep, targets, guess)
+        return cache[dep]
+
+    order = np.lexsort((worst, cost))
+    near = order[worst[order] <= 1 + _SLACK]
+    for j in near:                       # cheapest first; the floats only screen
+        ev = exact(j)
+        if ev.feasible:
+            plan.chosen = ev
+            break
+    if plan.chosen is None:
+        j = int(np.argmin(worst))
+        plan.closest = exact(j)
+    else:
+        feasible = near[worst[near] <= 1]
+        front = [exact(j) for j in _pareto(c, feasible)[:4 * front_size]]
+        plan.front = [ev for ev in front if ev.feasible][:front_size]
+        for device in space.devices:
+            mine = [j for j in feasible if lays[int(c["layout"][j])].device == device]
+            if mine:
+                best = exact(mine[0])          # feasible is in (cost, worst) order
+                if best.feasible:
+                    plan.best_per_device[device] = best
+    plan.seconds = time.perf_counter() - start
+    return plan
+
+
+def _pareto(c, idx):
+    """The deployments of `idx` (sorted by cost) not dominated in (cost, TTFT, TPOT)."""
+    import numpy as np
+
+    front_cost, front_ttft, front_tpot, out = [], [], [], []
+    cost, ttft, tpot = c["cost"], c["ttft"], c["tpot"]
+    # per cost value, the 2-D front of (TTFT, TPOT) first: few survive
+    for value in np.unique(cost[idx]):
+        group = idx[cost[idx] == value]
+        group = group[np.lexsort((tpot[group], ttft[group]))]
+        best = np.minimum.accumulate(tpot[group])
+        keep = np.concatenate([[True], tpot[group][1:] < best[:-1]])
+        for j in group[keep]:
+            dominated = any(ft <= ttft[j] and fp <= tpot[j] for ft, fp in zip(front_ttft, front_tpot))
+            if not dominated:
+                out.append(j)
+                front_cost.append(value)
+                front_ttft.append(ttft[j])
+                front_tpot.append(tpot[j])
+    return out

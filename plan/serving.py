@@ -1,0 +1,293 @@
+"""The declared serving model: the steady state of a deployment under a traffic.
+
+Every rule is a named convention (the README's "Planning a deployment" writes
+them out). Per model instance (tp·pp·ep devices; the dp replicas each take
+1/dp of the requests, spread uniformly at random):
+
+* requests: prompts of I tokens (`isl`), answers of G tokens (`osl`); the prefill
+  gives the first token, then G − 1 decode steps give the rest;
+* prefill in chunks of at most C tokens (`max_num_batched_tokens`): chunk j is
+  call_time(B=1, S=j·C, P=min(C, I − j·C)); t_p is their sum. One request's
+  tokens per chunk (no packing of several prompts into one chunk);
+* a decode step of B running requests costs call_time(B=B, S=H̄, P=1) = t_d(B),
+  with H̄ = I + ⌊(G − 1)/2⌋ the mean context over a request's decode steps
+  (rounded up); exact when the step's cost is affine in the contexts (full
+  attention), an approximation for windows;
+* a step that carries a prefill chunk costs t_d(B) + the chunk's call (the two
+  calls are not fused: each reads the weights);
+* memory: a request is admitted (its prefill starts) only when its whole final
+  context fits: running + 1 ≤ N = b_max(H = I + G, workspace = memory − ⌊f·memory⌋),
+  f = the engine's memory fraction (vLLM's gpu_memory_utilization, 0.9); no
+  preemption, no prefix-cache hits, no speculative decoding, no stragglers.
+
+Aggregated (continuous batching with chunked prefill), λ = rate / dp:
+  u = λ·t_p                      the share of time spent in prefill chunks;
+  B = min { b ≥ 1 : b ≥ λ·(G − 1)·t_d(b) / (1 − u) }   the running batch
+                                 (Little's law over the decode phase: the fixed point,
+                                 rounded up to whole requests, found exactly);
+  TPOT = t_d(B) / (1 − u)        decode steps share the time with chunks;
+  s = t_p + n_c·t_d(B)           one request's prefill: n_c steps with chunks;
+  TTFT = s + W + (1 − λ·s)·t_d(B)/2
+    W = λ·s² / (2·(1 − λ·s))     the M/D/1 queue of prefills (Poisson arrivals;
+                                 0 for fixed intervals), the last term the mean rest
+                                 of the step in flight when a request arrives idle.
+Disaggregated (dp_p prefill instances, dp_d decode instances, the same layout):
+  TTFT = t_p + W_p + t_kv        W_p the M/D/1 queue of the prefill instance,
+                                 t_kv = state_bytes(H=I, per device) / host link;
+  B = min { b ≥ 1 : b ≥ λ_d·(G − 1)·t_d(b) }, TPOT = t_d(B).
+Throughput is the offered rate's tokens, rate·G per second, whenever the
+deployment is stable (u < 1, λ·s < 1, B exists and fits)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .figures import Figure
+from .queries import Asker, Layout
+
+AGGREGATED, DISAGGREGATED = "aggregated", "disaggregated"
+LIMITS = ("memory", "TPOT", "TTFT")
+
+
+@dataclass(frozen=True)
+class Traffic:
+    rate: Fraction             # requests per second, whole deployment
+    isl: int                   # prompt tokens
+    osl: int                   # output tokens (≥ 2: a TPOT needs a decode step)
+    arrivals: str = "poisson"  # or "fixed" (equal intervals)
+
+
+@dataclass(frozen=True)
+class Targets:
+    ttft: Fraction | None = None   # seconds (mean)
+    tpot: Fraction | None = None
+
+
+@dataclass(frozen=True)
+class EngineRules:
+    chunk: int = 8192                       # max_num_batched_tokens: prefill tokens per step
+    memory_fraction: Fraction = Fraction(9, 10)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    layout: Layout
+    mode: str = AGGREGATED
+    dp: int = 1                # aggregated replicas, or decode instances (disaggregated)
+    dp_prefill: int = 0        # prefill instances (disaggregated only)
+
+    @property
+    def gpus(self) -> int:
+        return (self.dp + self.dp_prefill) * self.layout.gpus
+
+
+def chunks(isl: int, chunk: int) -> list:
+    """(S, P) of each prefill chunk."""
+    return [(s, min(chunk, isl - s)) for s in range(0, isl, chunk)]
+
+
+def mean_context(t: Traffic) -> int:
+    return t.isl + (t.osl - 1) // 2
+
+
+def final_context(t: Traffic) -> int:
+    return t.isl + t.osl
+
+
+@dataclass
+class Evaluation:
+    """The exact steady state of one deployment: figures (name -> Figure), the
+    ratio of each limit to its bound (≤ 1 passes; inf when no steady state), and
+    the running batch."""
+
+    deployment: Deployment
+    figures: dict = field(default_factory=dict)
+    ratios: dict = field(default_factory=dict)
+    batch: int | None = None
+    capacity: int = 0           # N: requests that fit per instance (decode instance)
+    note: str = ""
+
+    @property
+    def feasible(self) -> bool:
+        return all(r <= 1 for r in self.ratios.values())
+
+    @property
+    def binding(self) -> str:
+        return max(self.ratios, key=lambda k: self.ratios[k])
+
+
+class LayoutFacts:
+    """The exact per-layout ingredients (asked once per layout)."""
+
+    def __init__(self, asker: Asker, lay: Layout, traffic: Traffic, rules: EngineRules):
+        q = asker.q
+        self.asker, self.lay, self.t, self.rules = asker, lay, traffic, rules
+        memory = asker.exact(q.device_memory(lay))
+        self.workspace = memory - memory * rules.memory_fraction.numerator // rules.memory_fraction.denominator
+        self.memory = Figure.query(q.device_memory(lay), memory)
+        text = q.b_max(lay, final_context(traffic), self.workspace)
+        self.n_fit = Figure.query(text, asker.exact(text))
+        text = q.weight_bytes(lay)
+        self.weights = Figure.query(text, asker.exact(text))
+        self._td: dict = {}
+        self._tp = None
+
+    @property
+    def t_prefill(self) -> Figure:
+        if self._tp is None:
+            parts = []
+            for s, p in chunks(self.t.isl, self.rules.chunk):
+                text = self.asker.q.call_time(self.lay, 1, s, p)
+                parts.append(Figure.query(text, self.asker.exact(text)))
+            total = parts[0]
+            for part in parts[1:]:
+                total = total + part
+            self._tp = total
+        return self._tp
+
+    def t_decode(self, b: int) -> Figure:
+        found = self._td.get(b)
+        if found is None:
+            text = self.asker.q.call_time(self.lay, b, mean_context(self.t), 1)
+            found = self._td[b] = Figure.query(text, self.asker.exact(text))
+        return found
+
+    def kv_transfer(self) -> Figure:
+        q = self.asker.q
+        kv = Figure.query(q.state_bytes(self.lay, self.t.isl, 1), self.asker.exact(q.state_bytes(self.lay, self.t.isl, 1)))
+        link = Figure.query(q.kv_link(self.lay), self.asker.exact(q.kv_link(self.lay)))
+        return kv / link
+
+    def kv_reserved(self, b: int) -> Figure:
+        text = self.asker.q.state_bytes(self.lay, final_context(self.t), b)
+        return Figure.query(text, self.asker.exact(text))
+
+    def running_batch(self, k: Fraction, guess: int | None = None, limit: int = 1 << 20) -> int | None:
+        """min { b ≥ 1 : b ≥ k·t_d(b) }, exactly (None when there is none up to
+        `limit`: the decode steps cannot keep up). The condition holds from the
+        fixed point on while t_d grows by less than 1/k per request (roofline
+        times grow at most linearly in b), so a bisection finds its first b."""
+        def ok(b):
+            return b >= 1 and b >= k * self.t_decode(b).value
+
+        lo, hi = 0, None                 # lo fails (or is 0), hi passes
+        if guess is not None and 1 <= guess <= limit:
+            if ok(guess):
+                if guess == 1 or not ok(guess - 1):
+                    return guess
+                hi = guess - 1
+            elif ok(guess + 1):
+                return guess + 1
+            else:
+                lo = guess + 1
+        if hi is None:
+            hi = max(1, 2 * lo)
+            while not ok(hi):
+                lo, hi = hi, 2 * hi
+                if hi > limit:
+                    return None
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+
+def _queue_wait(t: Traffic, lam: Figure, s: Figure) -> Figure:
+    """M/D/1 mean wait λ·s² / (2·(1 − λ·s)) (Poisson); 0 for fixed intervals."""
+    if t.arrivals != "poisson":
+        return Figure.seconds(0)
+    return lam * s * s / (2 * (Figure.seconds() - lam * s))
+
+
+INF = float("inf")
+
+
+def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int | None = None,
+             guess_prefill=None) -> Evaluation:
+    """The exact steady state of `dep` (facts of its layout) and its limits."""
+    t = facts.t
+    ev = Evaluation(dep)
+    n = facts.n_fit.value
+    ev.capacity = n
+    ev.figures["weights_per_device"] = facts.weights
+    ev.figures["requests_that_fit"] = facts.n_fit
+    if n < 1:
+        usable = facts.memory.value - facts.workspace
+        ev.ratios = {"memory": Fraction(facts.weights.value, max(usable, 1)) if facts.weights.value > usable else INF,
+                     "TPOT": INF, "TTFT": INF}
+        ev.note = "the weights and one request's KV do not fit"
+        return ev
+    tp = facts.t_prefill
+    one = Figure.seconds()
+    g1 = t.osl - 1
+    if dep.mode == AGGREGATED:
+        lam = Figure.number(Fraction(t.rate) / dep.dp)
+        u = lam * tp
+        if u.value >= 1:
+            ev.ratios = {"memory": Fraction(0), "TPOT": INF, "TTFT": INF}
+            ev.note = "prefill alone needs more than the instance's time"
+            return ev
+        k = Fraction(t.rate) / dep.dp * g1 / (1 - u.value)
+        b = facts.running_batch(k, guess)
+        if b is None:
+            ev.ratios = {"memory": INF, "TPOT": INF, "TTFT": INF}
+            ev.note = "decode steps cannot keep up at any batch"
+            return ev
+        ev.batch = b
+        td = facts.t_decode(b)
+        tpot = td * one / (one - u)
+        n_chunks = len(chunks(t.isl, facts.rules.chunk))
+        s = tp + (n_chunks * td if n_chunks > 1 else td)
+        rho = lam * s
+        ev.figures["step_time"] = td
+        ev.figures["prefill_time"] = tp
+        ev.figures["tpot"] = tpot
+        if rho.value >= 1:
+            ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(tpot.value, targets.tpot), "TTFT": INF}
+            ev.note = "the prefill queue grows without bound"
+            return ev
+        ttft = s + _queue_wait(t, lam, s) + (one - rho) * td / (2 * one)
+        ev.figures["ttft"] = ttft
+    else:
+        lam_p = Figure.number(Fraction(t.rate) / dep.dp_prefill)
+        rho = lam_p * tp
+        ev.figures["prefill_time"] = tp
+        kv = facts.kv_transfer()
+        ev.figures["kv_transfer"] = kv
+        k = Fraction(t.rate) / dep.dp * g1
+        b = facts.running_batch(k, guess)
+        if b is None:
+            ev.ratios = {"memory": INF, "TPOT": INF, "TTFT": INF}
+            ev.note = "decode steps cannot keep up at any batch"
+            return ev
+        ev.batch = b
+        td = facts.t_decode(b)
+        ev.figures["step_time"] = td
+        ev.figures["tpot"] = td
+        if rho.value >= 1:
+            ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(td.value, targets.tpot), "TTFT": INF}
+            ev.note = "the prefill queue grows without bound"
+            return ev
+        ev.figures["ttft"] = tp + _queue_wait(t, lam_p, tp) + kv
+    ev.figures["kv_per_device"] = facts.kv_reserved(b + 1)
+    ev.figures["workspace_per_device"] = Figure.query(f"{facts.workspace} B", facts.workspace)
+    ev.figures["free_per_device"] = (facts.memory - facts.weights - ev.figures["kv_per_device"]
+                                     - ev.figures["workspace_per_device"])
+    ev.figures["throughput"] = Figure.number(Fraction(t.rate) * t.osl)
+    ev.figures["throughput_per_gpu"] = Figure.number(Fraction(t.rate) * t.osl / dep.gpus)
+    ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(ev.figures["tpot"].value, targets.tpot),
+                 "TTFT": _ratio(ev.figures["ttft"].value, targets.ttft)}
+    return ev
+
+
+def _ratio(value, target):
+    return Fraction(0) if target is None else Fraction(value) / Fraction(target)
+
+
+UNITS = {"weights_per_device": "B", "requests_that_fit": "requests", "step_time": "s", "prefill_time": "s",
+         "tpot": "s", "ttft": "s", "kv_transfer": "s", "kv_per_device": "B", "workspace_per_device": "B",
+         "free_per_device": "B", "throughput": "tokens/s", "throughput_per_gpu": "tokens/s"}
