@@ -34,7 +34,7 @@ def deployment_json(plan, ev) -> dict:
     return {
         "device": lay.device, "tp": lay.tp, "pp": lay.pp, "ep": lay.ep, "dp": dep.dp,
         "dp_prefill": dep.dp_prefill, "mode": dep.mode, "format": dict(lay.fmt), "gpus": dep.gpus,
-        "cost_per_hour": plan.cost(dep), "running_batch": ev.batch, "binding_limit": ev.binding,
+        "cost_per_hour": None if plan.cost(dep) is None else float(plan.cost(dep)), "running_batch": ev.batch, "binding_limit": ev.binding,
         "limits": {k: (float(v) if v != float("inf") else None) for k, v in ev.ratios.items()},
         "figures": {name: fig.to_json(UNITS.get(name, "")) for name, fig in ev.figures.items()},
         "engines": {"vllm": engines.vllm(dep, plan.traffic, plan.rules, n_fit),

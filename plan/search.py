@@ -127,7 +127,8 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
     count = 0
 
     def ratios(b, tpot, ttft):
-        r_mem = np.where(b > 0, (b + 1) / max(n_fit, 1e-300), inf) if n_fit > 0 else np.full(np.shape(b), inf)
+        r_mem = np.where(b > 0, (b + 1) / max(n_fit, 1e-300), inf) if n_fit > 0 else \
+            np.full(np.shape(b), float(facts.memory_ratio()))
         r_tpot = tpot / tpot_target if tpot_target else np.zeros(np.shape(tpot))
         r_ttft = ttft / ttft_target if ttft_target else np.zeros(np.shape(ttft))
         return r_mem, r_tpot, r_ttft

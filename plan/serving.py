@@ -159,6 +159,12 @@ class LayoutFacts:
         link = Figure.query(q.kv_link(self.lay), self.asker.exact(q.kv_link(self.lay)))
         return kv / link
 
+    def memory_ratio(self) -> Fraction:
+        """(weights + one request's KV at I + G) / usable memory, per device."""
+        usable = self.memory.value - self.workspace
+        need = self.weights.value + self.kv_reserved(1).value
+        return Fraction(need, usable) if usable > 0 else Fraction(10**9)
+
     def kv_reserved(self, b: int) -> Figure:
         text = self.asker.q.state_bytes(self.lay, final_context(self.t), b)
         return Figure.query(text, self.asker.exact(text))
@@ -216,10 +222,8 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
     ev.figures["weights_per_device"] = facts.weights
     ev.figures["requests_that_fit"] = facts.n_fit
     if n < 1:
-        usable = facts.memory.value - facts.workspace
-        ev.ratios = {"memory": Fraction(facts.weights.value, max(usable, 1)) if facts.weights.value > usable else INF,
-                     "TPOT": INF, "TTFT": INF}
-        ev.note = "the weights and one request's KV do not fit"
+        ev.ratios = {"memory": facts.memory_ratio()}
+        ev.note = "the weights and one request's KV do not fit in the usable memory"
         return ev
     tp = facts.t_prefill
     one = Figure.seconds()

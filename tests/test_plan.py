@@ -1,0 +1,178 @@
+"""specc plan and specc simulate: figures equal specc eval, the choice is minimal
+(brute force through specc eval), the planner agrees with the simulator."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import specc
+from specc.plan import report, serving
+from specc.plan.queries import Asker, Layout
+from specc.plan.run import plan as run_plan
+from specc.plan.simulate import simulate
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = ROOT / "specs"
+
+
+class EvalAsker(Asker):
+    """Every exact answer through specc's public eval (the symbolic engine), not the fast lane."""
+
+    def __init__(self, spec_path):
+        super().__init__(spec_path)
+        self.model = specc.load(str(spec_path))
+
+    def exact(self, text):
+        if text not in self._exact:
+            self._exact[text] = self.model.eval(text).value
+        return self._exact[text]
+
+
+# ------------------------------------------------------------------ every figure is its query
+@pytest.mark.parametrize("name, devices, fmts", [
+    ("llama2_70b", ("h200", "h100_sxm"), ["fp16", "int8"]),
+    ("qwen3_8b", ("h100_sxm", "a100_80gb"), None),
+    ("mixtral_8x7b", ("h200",), None),
+])
+def test_every_json_figure_equals_specc_eval_of_its_query(name, devices, fmts):
+    spec = SPECS / f"{name}.yaml"
+    found = run_plan(spec, 8, 1000, 200, ttft="1 s", tpot="40 ms", devices=devices, max_gpus=8, formats=fmts)
+    assert found.chosen is not None
+    data = json.loads(report.to_json(found))
+    model = specc.load(str(spec))
+    checked = 0
+    for dep in [data["chosen"]] + data["front"][:2]:
+        for fig_name, fig in dep["figures"].items():
+            value = model.eval(fig["query"]).value
+            assert Fraction(value) == Fraction(fig["exact"]), (fig_name, fig["query"])
+            checked += 1
+    assert checked >= 20
+    chosen = data["chosen"]
+    assert chosen["figures"]["ttft"]["value"] <= 1 and chosen["figures"]["tpot"]["value"] <= 0.040
+    assert "--tensor-parallel-size" in chosen["engines"]["vllm"][0]
+
+
+def test_chosen_deployment_is_minimal_by_brute_force_through_eval():
+    spec = SPECS / "qwen3_8b.yaml"
+    targets = serving.Targets(Fraction(1, 2), Fraction(12, 1000))
+    found = run_plan(spec, 100, 1000, 200, ttft="500 ms", tpot="12 ms", devices=("h100_sxm",), max_gpus=4,
+                     tp=(1, 2), pp=(1, 2))
+    assert found.chosen is not None and found.chosen.deployment.gpus == 4
+    asker = EvalAsker(spec)
+    traffic, rules = found.traffic, found.rules
+    again = serving.evaluate(serving.LayoutFacts(asker, found.chosen.deployment.layout, traffic, rules),
+                             found.chosen.deployment, targets)
+    assert again.feasible and again.batch == found.chosen.batch
+    tried = 0
+    for tp in (1, 2):
+        for pp in (1, 2):
+            lay = Layout("h100_sxm", tp, pp, 1, (("format", "bf16"),))
+            facts = serving.LayoutFacts(asker, lay, traffic, rules)
+            for n in range(1, found.chosen.deployment.gpus):
+                deps = []
+                if n % lay.gpus == 0:
+                    deps.append(serving.Deployment(lay, serving.AGGREGATED, n // lay.gpus))
+                    for p in range(1, n // lay.gpus):
+                        deps.append(serving.Deployment(lay, serving.DISAGGREGATED, n // lay.gpus - p, p))
+                for dep in deps:
+                    tried += 1
+                    assert not serving.evaluate(facts, dep, targets).feasible, dep
+    assert tried >= 8
+
+
+# ------------------------------------------------------------------ the planner against the simulator
+_GRID = [
+    # (spec, layout, mode, rate) — 24 cases over three models, four layouts, both modes, four rates
+    *[("llama2_70b", Layout("h200", tp=8), m, r) for m in ("aggregated", "disaggregated") for r in (5, 10, 20)],
+    *[("llama2_70b", Layout("h100_sxm", tp=4), m, r) for m in ("aggregated", "disaggregated") for r in (2, 5, 10)],
+    *[("qwen3_8b", Layout("a100_80gb", tp=2), m, r) for m in ("aggregated", "disaggregated") for r in (5, 10, 20)],
+    *[("mixtral_8x7b", Layout("h100_sxm", tp=2, ep=2), m, r) for m in ("aggregated", "disaggregated")
+      for r in (5, 10, 20)],
+]
+
+
+@pytest.mark.parametrize("name, lay, mode, rate", _GRID)
+def test_planner_steady_state_matches_the_simulation(name, lay, mode, rate):
+    asker = Asker(SPECS / f"{name}.yaml")
+    traffic = serving.Traffic(Fraction(rate), 1000, 200)
+    facts = serving.LayoutFacts(asker, lay, traffic, serving.EngineRules())
+    dep = serving.Deployment(lay, mode, 1, 1 if mode == "disaggregated" else 0)
+    ev = serving.evaluate(facts, dep, serving.Targets())
+    assert ev.feasible and "ttft" in ev.figures
+    sim = simulate(asker, facts, dep, requests=4000, seed=1)
+    assert abs(sim.throughput / float(ev.figures["throughput"].value) - 1) <= 0.05
+    for what in ("ttft", "tpot"):
+        assert abs(sim.mean(what) / float(ev.figures[what].value) - 1) <= 0.15, what
+
+
+def test_simulator_fixed_arrivals_and_replicas():
+    asker = Asker(SPECS / "llama2_70b.yaml")
+    lay = Layout("h200", tp=4)
+    traffic = serving.Traffic(Fraction(12), 2000, 300, "fixed")
+    facts = serving.LayoutFacts(asker, lay, traffic, serving.EngineRules())
+    dep = serving.Deployment(lay, "aggregated", 2)
+    ev = serving.evaluate(facts, dep, serving.Targets())
+    sim = simulate(asker, facts, dep, requests=3000, seed=3)
+    for what in ("ttft", "tpot"):
+        assert abs(sim.mean(what) / float(ev.figures[what].value) - 1) <= 0.15
+    assert sim.samples and all(len(s) == 3 for s in sim.samples)
+
+
+# ------------------------------------------------------------------ nothing fits
+def test_nothing_fits_names_memory():
+    found = run_plan(SPECS / "llama2_70b.yaml", 1, 1000, 200, tpot="50 ms", devices=("l4",), max_gpus=1,
+                     formats=["fp16"])
+    assert found.chosen is None
+    text = report.no_fit_message(found)
+    assert "binding limit is memory" in text and "--max-gpus 1" in text
+
+
+def test_nothing_fits_names_tpot_and_how_far():
+    found = run_plan(SPECS / "qwen3_8b.yaml", 1, 1000, 200, tpot="1 ms", devices=("h100_sxm",), max_gpus=2)
+    assert found.chosen is None
+    text = report.no_fit_message(found)
+    assert "binding limit is TPOT" in text and "against 1 ms" in text and "×" in text
+
+
+# ------------------------------------------------------------------ the commands
+def _specc(*args):
+    return subprocess.run([sys.executable, "-m", "specc", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_cli_plan_json_and_errors():
+    out = _specc("plan", "specs/qwen3_8b.yaml", "--rate", "5", "--isl", "1000", "--osl", "200", "--tpot", "30ms",
+                 "--devices", "h100_sxm", "--max-gpus", "2", "--format", "json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["chosen"]["gpus"] == 1 and data["chosen"]["figures"]["tpot"]["query"].startswith("(call_time(")
+    bad = _specc("plan", "specs/qwen3_8b.yaml", "--rate", "fast", "--isl", "1000", "--osl", "200")
+    assert bad.returncode == 2 and "--rate:1:1" in bad.stderr and "Traceback" not in bad.stderr
+    far = _specc("plan", "specs/llama2_70b.yaml", "--rate", "1", "--isl", "4000", "--osl", "200")
+    assert far.returncode == 2 and "max_context" in far.stderr
+    csv = _specc("plan", "specs/qwen3_8b.yaml", "--rate", "5", "--isl", "1000", "--osl", "200", "--tpot", "30ms",
+                 "--devices", "h100_sxm", "--max-gpus", "2", "--format", "csv", "--price", "h100_sxm=2.50")
+    assert csv.returncode == 0 and csv.stdout.startswith("rank,device") and ",2.5," in csv.stdout
+
+
+def test_cli_simulate(tmp_path):
+    png = tmp_path / "q.png"
+    out = _specc("simulate", "specs/qwen3_8b.yaml", "--rate", "5", "--isl", "1000", "--osl", "200",
+                 "--device", "h100_sxm", "--requests", "500", "--format", "json", "--plot", str(png))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["requests"] == 500 and set(data["ttft"]) == {"mean", "p50", "p90", "p99"}
+    assert png.stat().st_size > 1000
+
+
+def test_api_plan_and_simulate():
+    m = specc.load("qwen3_8b")
+    p = m.plan(rate=5, isl=1000, osl=200, tpot="30 ms", devices=["h100_sxm"], max_gpus=2)
+    assert p.chosen.deployment.gpus == 1
+    s = m.simulate(rate=5, isl=1000, osl=200, device="h100_sxm", requests=300)
+    assert s.requests == 300 and s.mean("tpot") > 0
