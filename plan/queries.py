@@ -113,15 +113,24 @@ def _float_namespace():
             "_n": lambda x: x, "np": np}
 
 
-def float_function(source: str, name: str = "q"):
-    """A printed closed form (codegen's vector target) run on float64 arrays."""
-    from ..compiler.codegen_prelude import PYTHON_PRELUDE, VECTOR_PRELUDE
+_BASE: dict = {}
+_FLOAT_FUNCTIONS: dict = {}
 
-    ns = {}
-    exec(PYTHON_PRELUDE + VECTOR_PRELUDE, ns)  # noqa: S102 - the project's own support code
-    ns.update(_float_namespace())
-    exec(source, ns)  # noqa: S102 - printed by codegen from the engine's own closed forms
-    return ns[name]
+
+def float_function(source: str, name: str = "q"):
+    """A printed closed form (codegen's vector target) run on float64 arrays
+    (made once per source per process)."""
+    fn = _FLOAT_FUNCTIONS.get((source, name))
+    if fn is None:
+        if not _BASE:
+            from ..compiler.codegen_prelude import PYTHON_PRELUDE, VECTOR_PRELUDE
+
+            exec(PYTHON_PRELUDE + VECTOR_PRELUDE, _BASE)  # noqa: S102 - the project's own support code
+            _BASE.update(_float_namespace())
+        ns = dict(_BASE)
+        exec(source, ns)  # noqa: S102 - printed by codegen from the engine's own closed forms
+        fn = _FLOAT_FUNCTIONS[(source, name)] = ns[name]
+    return fn
 
 
 class Asker:
@@ -137,6 +146,15 @@ class Asker:
         self.q = queries or Queries()
         self._exact: dict = {}
         self._grids: dict = {}
+        self._store = None
+
+    def store(self):
+        """The spec's compiled store, validated once per Asker (a plan is one moment)."""
+        if self._store is None:
+            from ..compiler import compiled
+
+            self._store = compiled.load(self.spec_path)
+        return self._store
 
     def exact(self, text: str):
         """The exact answer (int or Fraction) `specc eval` gives for `text`; a
@@ -145,7 +163,8 @@ class Asker:
         if found is None:
             from ..compiler import compile_queries, compiled
 
-            answer = compiled.lookup(self.spec_path, text)
+            store = self.store()
+            answer = compiled.lookup(self.spec_path, text, store=store) if store is not None else None
             if answer is None:
                 answer = compile_queries.answer(self.engine, text, eager=True)
             value = answer.value
@@ -167,7 +186,7 @@ class Asker:
         from ..compiler import compile_queries, compiled
 
         fn = None
-        store = compiled.load(self.spec_path)
+        store = self.store()
         template = store.templates.get(key) if store is not None else None
         if template is None or template.vector is None:
             try:

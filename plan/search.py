@@ -92,12 +92,15 @@ class _Columns:
 
 
 def _running_batch(k, td, bs):
-    """Per row of k: the first b in bs with b ≥ k·t_d(b) (0 when none)."""
+    """Per k: the first b in bs with b ≥ k·t_d(b), i.e. b / t_d(b) ≥ k (0 when none).
+    The first b where b / t_d(b) reaches k is the first where its running maximum
+    does, and the running maximum is sorted: one binary search per k."""
     import numpy as np
 
-    ok = bs[None, :] >= k[:, None] * td[None, :]
-    first = ok.argmax(axis=1)
-    return np.where(ok.any(axis=1), bs[first], 0)
+    reach = np.maximum.accumulate(bs / td)
+    at = np.searchsorted(reach, k, side="left")
+    found = at < len(bs)
+    return np.where(found, bs[np.minimum(at, len(bs) - 1)], 0)
 
 
 def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space, cols: _Columns) -> int:
@@ -258,9 +261,10 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
         feasible = near[worst[near] <= 1]
         front = [exact(j) for j in _pareto(c, feasible)[:4 * front_size]]
         plan.front = [ev for ev in front if ev.feasible][:front_size]
-        for device in space.devices:
-            mine = [j for j in feasible if lays[int(c["layout"][j])].device == device]
-            if mine:
+        device_of = np.array([space.devices.index(lay.device) for lay in lays])[c["layout"][feasible].astype(np.int64)]
+        for d, device in enumerate(space.devices):
+            mine = feasible[device_of == d]
+            if len(mine):
                 best = exact(mine[0])          # feasible is in (cost, worst) order
                 if best.feasible:
                     plan.best_per_device[device] = best

@@ -138,9 +138,10 @@ def _steps_until(c, b, dtime):
     return j
 
 
-def _instance(steps: _Steps, arr, ids, n_fit, osl, first, finish, prefill: bool, samples):
+def _instance(steps: _Steps, arr, ids, n_fit, osl, first, finish, prefill: bool, samples, skip: bool = True):
     """One instance's requests (arrival times `arr`, ids `ids`, in order); fills
-    first[id] (first-token time) and finish[id] (last-token time)."""
+    first[id] (first-token time) and finish[id] (last-token time). skip=False
+    takes every decode step on its own (the benchmark's baseline)."""
     isl, g1 = steps.isl, osl - 1
     chunk_times = steps.chunks
     a, bb = steps.a, steps.b
@@ -175,7 +176,7 @@ def _instance(steps: _Steps, arr, ids, n_fit, osl, first, finish, prefill: bool,
             m = 1
         else:                                            # decode steps until the next event
             c = a[n_run] + bb[n_run] * (sum_ctx / n_run - isl)
-            m = heap[0][0] - step + 1
+            m = heap[0][0] - step + 1 if skip else 1
             if i < n and (not waiting and n_run + 1 <= n_fit or not prefill and n_run + 1 <= n_fit):
                 m = min(m, _steps_until(c, bb[n_run], arr[i] - t))
             t += m * c + bb[n_run] * m * (m - 1) / 2
@@ -202,7 +203,7 @@ def _instance(steps: _Steps, arr, ids, n_fit, osl, first, finish, prefill: bool,
 
 
 def simulate(asker, facts: LayoutFacts, dep: Deployment, requests: int = 10000, seed: int = 0,
-             rate_scale: float = 1.0) -> Simulation:
+             rate_scale: float = 1.0, skip: bool = True) -> Simulation:
     """Serve `requests` requests of the traffic (rate × rate_scale) on `dep`."""
     import numpy as np
 
@@ -220,7 +221,7 @@ def simulate(asker, facts: LayoutFacts, dep: Deployment, requests: int = 10000, 
         for k in range(dep.dp):
             ids = np.flatnonzero(where == k)
             _instance(steps, arr[ids].tolist(), ids.tolist(), n_fit, t.osl, first, finish, True,
-                      samples if k == 0 else None)
+                      samples if k == 0 else None, skip)
     else:
         where = _split(t, requests, dep.dp_prefill, rng)
         ready = np.empty(requests)
@@ -236,7 +237,7 @@ def simulate(asker, facts: LayoutFacts, dep: Deployment, requests: int = 10000, 
         for k in range(dep.dp):
             ids = order[to == k]
             _instance(steps, ready[ids].tolist(), ids.tolist(), n_fit, t.osl, first, finish, False,
-                      samples if k == 0 else None)
+                      samples if k == 0 else None, skip)
         first[:] = ready
     ttft = first - arr
     tpot = (finish - first) / (t.osl - 1)
