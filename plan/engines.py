@@ -45,9 +45,9 @@ def vllm(dep, traffic, rules, n_fit: int, model: str = "<model path>") -> list:
     base += _quant(lay.fmt, 0)
     if dep.mode == "aggregated":
         return [_line(base, f"× {dep.dp} replicas behind a load balancer")]
-    kv = "--kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'"
-    return [_line(base, f"prefill: × {dep.dp_prefill} instances") + " " + kv,
-            _line(base, f"decode: × {dep.dp} instances") + " " + kv]
+    kv = ["--kv-transfer-config", "'{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'"]
+    return [_line(base + kv, f"prefill: × {dep.dp_prefill} instances"),
+            _line(base + kv, f"decode: × {dep.dp} instances")]
 
 
 def sglang(dep, traffic, rules, n_fit: int, model: str = "<model path>") -> list:

@@ -104,7 +104,8 @@ def to_text(plan) -> str:
               f"{float(f['throughput'].value):,.0f} tokens/s ({float(f['throughput_per_gpu'].value):,.0f} per GPU)",
               f"  memory per device: weights {_gib(f['weights_per_device'])}, KV {_gib(f['kv_per_device'])}, "
               f"workspace {_gib(f['workspace_per_device'])}, free {_gib(f['free_per_device'])}",
-              "  " + engines.vllm(ev.deployment, plan.traffic, plan.rules, int(f['requests_that_fit'].value))[0],
+              *["  " + line for line in engines.vllm(ev.deployment, plan.traffic, plan.rules,
+                                                     int(f['requests_that_fit'].value))],
               "", "Pareto front (cost, TTFT, TPOT):"]
     for e in plan.front:
         lines.append(f"  {describe(e.deployment)}{_cost(plan, e)}: TTFT {_ms(e.figures['ttft'])}, "
