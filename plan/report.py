@@ -37,6 +37,7 @@ def deployment_json(plan, ev) -> dict:
         "cost_per_hour": None if plan.cost(dep) is None else float(plan.cost(dep)), "running_batch": ev.batch, "binding_limit": ev.binding,
         "limits": {k: (float(v) if v != float("inf") else None) for k, v in ev.ratios.items()},
         "figures": {name: fig.to_json(UNITS.get(name, "")) for name, fig in ev.figures.items()},
+        "simulated": ev.simulated,
         "engines": {"vllm": engines.vllm(dep, plan.traffic, plan.rules, n_fit),
                     "sglang": engines.sglang(dep, plan.traffic, plan.rules, n_fit)},
     }
@@ -49,7 +50,7 @@ def to_json(plan) -> str:
         "traffic": {"rate": str(t.rate), "isl": t.isl, "osl": t.osl, "arrivals": t.arrivals},
         "targets": {"ttft_s": str(plan.targets.ttft) if plan.targets.ttft is not None else None,
                     "tpot_s": str(plan.targets.tpot) if plan.targets.tpot is not None else None,
-                    "statistic": "mean"},
+                    "statistic": _statistic(plan)},
         "engine": {"max_num_batched_tokens": plan.rules.chunk,
                    "memory_fraction": str(plan.rules.memory_fraction)},
         "searched": {"devices": list(plan.space.devices), "max_gpus": plan.space.max_gpus,
@@ -62,6 +63,13 @@ def to_json(plan) -> str:
         "message": no_fit_message(plan) if plan.chosen is None else None,
     }
     return json.dumps(out, indent=2)
+
+
+def _statistic(plan) -> str:
+    ev = plan.chosen or plan.closest
+    if ev is not None and ev.simulated is not None:
+        return f"p{ev.simulated['percentile']:g} (simulated)"
+    return "mean"
 
 
 def no_fit_message(plan) -> str:
@@ -77,6 +85,12 @@ def no_fit_message(plan) -> str:
         parts.append(f"{limit} {'unbounded' if r == float('inf') else f'{float(r):.2f}×'} of its bound")
     what = ev.binding
     detail = ""
+    if ev.simulated is not None and ev.feasible:
+        s = ev.simulated
+        return (f"nothing within --max-gpus {plan.space.max_gpus} meets the targets at the p{s['percentile']:g} "
+                f"(simulated, {s['requests']:,} requests, seed {s['seed']}); the closest, {describe(ev.deployment)}, "
+                f"has TTFT p{s['percentile']:g} {s['ttft'] * 1000:,.1f} ms and TPOT p{s['percentile']:g} "
+                f"{s['tpot'] * 1000:,.2f} ms ({s['worst']:.2f}× the tighter target).")
     if what == "TPOT" and "tpot" in ev.figures and plan.targets.tpot is not None:
         detail = f": TPOT {_ms(ev.figures['tpot'])} against {float(plan.targets.tpot) * 1000:g} ms"
     elif what == "TTFT" and "ttft" in ev.figures and plan.targets.ttft is not None:
@@ -92,7 +106,7 @@ def no_fit_message(plan) -> str:
 def to_text(plan) -> str:
     t = plan.traffic
     lines = [f"plan for {plan.spec}: {t.rate} req/s ({t.arrivals}), ISL {t.isl}, OSL {t.osl}; targets "
-             f"TTFT {_target(plan.targets.ttft)}, TPOT {_target(plan.targets.tpot)} (means)",
+             f"TTFT {_target(plan.targets.ttft)}, TPOT {_target(plan.targets.tpot)} ({_statistic(plan)})",
              f"searched {plan.candidates:,} deployments over {plan.layouts} layouts in {plan.seconds:.2f} s"]
     if plan.chosen is None:
         lines.append(no_fit_message(plan))
@@ -102,6 +116,9 @@ def to_text(plan) -> str:
     lines += ["", f"chosen: {describe(ev.deployment)}" + _cost(plan, ev),
               f"  TTFT {_ms(f['ttft'])}, TPOT {_ms(f['tpot'])}, running batch {ev.batch} per decode instance, "
               f"{float(f['throughput'].value):,.0f} tokens/s ({float(f['throughput_per_gpu'].value):,.0f} per GPU)",
+              *([f"  simulated p{ev.simulated['percentile']:g}: TTFT {ev.simulated['ttft'] * 1000:,.1f} ms, "
+                 f"TPOT {ev.simulated['tpot'] * 1000:,.2f} ms ({ev.simulated['requests']:,} requests, "
+                 f"seed {ev.simulated['seed']})"] if ev.simulated else []),
               f"  memory per device: weights {_gib(f['weights_per_device'])}, KV {_gib(f['kv_per_device'])}, "
               f"workspace {_gib(f['workspace_per_device'])}, free {_gib(f['free_per_device'])}",
               *["  " + line for line in engines.vllm(ev.deployment, plan.traffic, plan.rules,

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from ..dsl.errors import Loc, SpecError
 from .queries import Asker, Layout, Queries
-from .search import Space, search
+from .search import Percentile, Space, search
 from .serving import AGGREGATED, DISAGGREGATED, Deployment, EngineRules, LayoutFacts, Targets, Traffic
 
 DEFAULT_DEVICES = ("h100_sxm", "h200", "b200", "mi300x", "a100_80gb")
@@ -95,7 +95,8 @@ def _check_context(asker, traffic, extrapolate):
 
 def plan(spec_path, rate, isl, osl, ttft=None, tpot=None, devices=DEFAULT_DEVICES, max_gpus=8, formats=None,
          fixed=None, mode="both", prices=None, arrivals="poisson", chunk=8192, extrapolate=False,
-         quiet=True, tp=(1, 2, 4, 8), pp=(1, 2, 4, 8), ep=(1, 2, 4, 8, 16, 32, 64)):
+         quiet=True, tp=(1, 2, 4, 8), pp=(1, 2, 4, 8), ep=(1, 2, 4, 8, 16, 32, 64), percentile=None,
+         sim_requests=4000, seed=0):
     traffic, targets, rules, queries = build(spec_path, rate, isl, osl, ttft, tpot, arrivals, chunk,
                                              extrapolate=extrapolate)
     asker = Asker(spec_path, queries)
@@ -110,7 +111,14 @@ def plan(spec_path, rate, isl, osl, ttft=None, tpot=None, devices=DEFAULT_DEVICE
               "a price for every searched device (e.g. --price h200=3.50), or none (GPUs are the cost)")
     space = Space(tuple(devices), int(max_gpus), formats_of(asker.spec, formats, fixed), modes[mode],
                   tuple(tp), tuple(pp), tuple(ep), price)
-    return search(spec_path, traffic, targets, space, rules, queries, quiet=quiet)
+    check = None
+    if percentile is not None:
+        p = exact_number(percentile, "--percentile")
+        if not 50 <= p < 100:
+            _fail("--percentile", percentile, f"a percentile must be in [50, 100), got {percentile}",
+                  "e.g. --percentile 90 (targets at the 90th percentile of requests)")
+        check = Percentile(float(p), int(sim_requests), int(seed))
+    return search(spec_path, traffic, targets, space, rules, queries, quiet=quiet, percentile=check)
 
 
 def simulate(spec_path, rate, isl, osl, device, tp=1, pp=1, ep=1, dp=1, dp_prefill=0, fmt=None, fixed=None,

@@ -108,10 +108,16 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
     import numpy as np
 
     lay = facts.lay
+    n_fit = int(facts.n_fit.value)
+    if n_fit < 1:       # the model does not fit: one row says by how much (no time closed form needed)
+        if lay.gpus <= space.max_gpus:
+            cols.add(layout=lay_index, mode=0, dp=1, dp_prefill=0, gpus=lay.gpus, batch=0, tpot=np.inf,
+                     ttft=np.inf, r_mem=float(facts.memory_ratio()), r_tpot=0.0, r_ttft=0.0)
+            return 1
+        return 0
     ct = asker.call_time_grid(lay)
     if ct is None:
         return 0
-    n_fit = int(facts.n_fit.value)
     inf = np.inf
     ttft_target = float(targets.ttft) if targets.ttft is not None else None
     tpot_target = float(targets.tpot) if targets.tpot is not None else None
@@ -130,8 +136,7 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
     count = 0
 
     def ratios(b, tpot, ttft):
-        r_mem = np.where(b > 0, (b + 1) / max(n_fit, 1e-300), inf) if n_fit > 0 else \
-            np.full(np.shape(b), float(facts.memory_ratio()))
+        r_mem = np.where(b > 0, (b + 1) / n_fit, inf)
         r_tpot = tpot / tpot_target if tpot_target else np.zeros(np.shape(tpot))
         r_ttft = ttft / ttft_target if ttft_target else np.zeros(np.shape(ttft))
         return r_mem, r_tpot, r_ttft
@@ -188,9 +193,12 @@ def _progress(start, quiet, text):
 
 
 def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: EngineRules | None = None,
-           queries: Queries | None = None, quiet: bool = False, front_size: int = 12) -> Plan:
+           queries: Queries | None = None, quiet: bool = False, front_size: int = 12,
+           percentile: Percentile | None = None) -> Plan:
     """Every deployment of `space`; the cheapest that meets the targets (exact),
-    the Pareto front (cost, TTFT, TPOT), the best per device, or the closest miss."""
+    the Pareto front (cost, TTFT, TPOT), the best per device, or the closest miss.
+    With `percentile`, the targets apply at that percentile of a seeded simulation
+    of each candidate the means admit (cheapest first)."""
     import numpy as np
 
     start = time.perf_counter()
@@ -249,27 +257,68 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
 
     order = np.lexsort((worst, cost))
     near = order[worst[order] <= 1 + _SLACK]
+    simulated = []
+
+    def meets(ev) -> bool:
+        if not ev.feasible:
+            return False
+        if percentile is None:
+            return True
+        if ev.simulated is None:
+            if len(simulated) >= percentile.budget:
+                return False
+            ev.simulated = percentile.check(asker, facts_of[lays.index(ev.deployment.layout)], ev, targets)
+            simulated.append(ev)
+        return ev.simulated["meets"]
+
     for j in near:                       # cheapest first; the floats only screen
         ev = exact(j)
-        if ev.feasible:
+        if meets(ev):
             plan.chosen = ev
             break
     if plan.chosen is None:
-        j = int(np.argmin(worst))
-        plan.closest = exact(j)
+        if simulated:                    # the means admit some, the percentile none
+            plan.closest = min(simulated, key=lambda e: e.simulated["worst"])
+        else:
+            plan.closest = exact(int(np.argmin(worst)))
     else:
         feasible = near[worst[near] <= 1]
         front = [exact(j) for j in _pareto(c, feasible)[:4 * front_size]]
-        plan.front = [ev for ev in front if ev.feasible][:front_size]
+        plan.front = [ev for ev in front if meets(ev)][:front_size]
         device_of = np.array([space.devices.index(lay.device) for lay in lays])[c["layout"][feasible].astype(np.int64)]
         for d, device in enumerate(space.devices):
             mine = feasible[device_of == d]
             if len(mine):
-                best = exact(mine[0])          # feasible is in (cost, worst) order
-                if best.feasible:
-                    plan.best_per_device[device] = best
+                for j in mine[:8]:              # feasible is in (cost, worst) order
+                    if meets(exact(j)):
+                        plan.best_per_device[device] = exact(j)
+                        break
     plan.seconds = time.perf_counter() - start
     return plan
+
+
+@dataclass
+class Percentile:
+    """Targets at the p-th percentile over requests, checked by simulation: the serving
+    model is a mean-value model, so a percentile is measured, not derived. Candidates are
+    screened by their means (a deployment whose mean misses a target is taken to miss
+    it at any percentile ≥ 50) and simulated cheapest first, at most `budget` of them."""
+
+    p: float
+    requests: int = 4000
+    seed: int = 0
+    budget: int = 40
+
+    def check(self, asker, facts, ev, targets) -> dict:
+        from .simulate import simulate
+
+        sim = simulate(asker, facts, ev.deployment, self.requests, self.seed)
+        out = {"percentile": self.p, "requests": self.requests, "seed": self.seed,
+               "ttft": sim.percentile("ttft", self.p), "tpot": sim.percentile("tpot", self.p)}
+        ratios = [out[k] / float(getattr(targets, k)) for k in ("ttft", "tpot") if getattr(targets, k) is not None]
+        out["worst"] = max(ratios, default=0.0)
+        out["meets"] = out["worst"] <= 1
+        return out
 
 
 def _pareto(c, idx):

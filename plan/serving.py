@@ -107,6 +107,7 @@ class Evaluation:
     batch: int | None = None
     capacity: int = 0           # N: requests that fit per instance (decode instance)
     note: str = ""
+    simulated: dict | None = None   # percentile targets: the simulation's figures (search.Percentile)
 
     @property
     def feasible(self) -> bool:

@@ -176,3 +176,16 @@ def test_api_plan_and_simulate():
     assert p.chosen.deployment.gpus == 1
     s = m.simulate(rate=5, isl=1000, osl=200, device="h100_sxm", requests=300)
     assert s.requests == 300 and s.mean("tpot") > 0
+
+
+def test_percentile_targets_are_checked_by_simulation():
+    kw = dict(ttft="500 ms", tpot="30 ms", devices=("h100_sxm", "h200"), max_gpus=16, formats=["fp16"])
+    by_mean = run_plan(SPECS / "llama2_70b.yaml", 20, 2000, 300, **kw)
+    at_p99 = run_plan(SPECS / "llama2_70b.yaml", 20, 2000, 300, percentile=99, **kw)
+    s = at_p99.chosen.simulated
+    assert s["percentile"] == 99 and s["ttft"] <= 0.5 and s["tpot"] <= 0.030 and s["meets"]
+    assert at_p99.chosen.deployment.gpus >= by_mean.chosen.deployment.gpus
+    data = json.loads(report.to_json(at_p99))
+    assert data["targets"]["statistic"] == "p99 (simulated)" and data["chosen"]["simulated"]["requests"] == 4000
+    with pytest.raises(specc.Error, match="percentile"):
+        run_plan(SPECS / "llama2_70b.yaml", 20, 2000, 300, percentile=20, **kw)
