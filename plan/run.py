@@ -109,6 +109,12 @@ def plan(spec_path, rate, isl, osl, ttft=None, tpot=None, devices=DEFAULT_DEVICE
     if missing:
         _fail("--price", ",".join(missing), f"no price for {', '.join(missing)}",
               "a price for every searched device (e.g. --price h200=3.50), or none (GPUs are the cost)")
+    for device in devices:           # a misspelt device is an error, not a silently empty search
+        try:
+            asker.exact(asker.q.device_memory(Layout(device)))
+        except SpecError as exc:
+            _fail("--devices", ",".join(devices), exc.message,
+                  "device files of specs/hardware/, e.g. h100_sxm,h200,mi300x")
     space = Space(tuple(devices), int(max_gpus), formats_of(asker.spec, formats, fixed), modes[mode],
                   tuple(tp), tuple(pp), tuple(ep), price)
     check = None

@@ -189,3 +189,8 @@ def test_percentile_targets_are_checked_by_simulation():
     assert data["targets"]["statistic"] == "p99 (simulated)" and data["chosen"]["simulated"]["requests"] == 4000
     with pytest.raises(specc.Error, match="percentile"):
         run_plan(SPECS / "llama2_70b.yaml", 20, 2000, 300, percentile=20, **kw)
+
+
+def test_unknown_device_is_a_located_error():
+    with pytest.raises(specc.Error, match="unknown device 'h300'"):
+        run_plan(SPECS / "qwen3_8b.yaml", 5, 1000, 200, tpot="30 ms", devices=("h100_sxm", "h300"), max_gpus=2)
