@@ -65,6 +65,14 @@ class Figure:
     def __rtruediv__(self, o):
         return self._op(o, "/", lambda x, y: Fraction(x) / Fraction(y), swap=True)
 
+    @staticmethod
+    def maximum(a: "Figure", b: "Figure") -> "Figure":
+        return Figure(f"max({a.text}, {b.text})", max(a.value, b.value))
+
+    @staticmethod
+    def minimum(a: "Figure", b: "Figure") -> "Figure":
+        return Figure(f"min({a.text}, {b.text})", min(a.value, b.value))
+
     def __float__(self):
         return float(self.value)
 

@@ -78,7 +78,7 @@ def no_fit_message(plan) -> str:
                 "(no layout of the searched devices and degrees holds the model)")
     ev = plan.closest
     parts = []
-    for limit in ("memory", "TPOT", "TTFT"):
+    for limit in ("memory", "TPOT", "TTFT", "stability"):
         r = ev.ratios.get(limit)
         if r is None:
             continue
@@ -95,6 +95,9 @@ def no_fit_message(plan) -> str:
         detail = f": TPOT {_ms(ev.figures['tpot'])} against {float(plan.targets.tpot) * 1000:g} ms"
     elif what == "TTFT" and "ttft" in ev.figures and plan.targets.ttft is not None:
         detail = f": TTFT {_ms(ev.figures['ttft'])} against {float(plan.targets.ttft) * 1000:g} ms"
+    elif what == "stability" and "decode_loop_gain" in ev.figures:
+        detail = (f": the decode loop gain is {float(ev.figures['decode_loop_gain'].value):.2f}, above "
+                  f"{plan.rules.max_loop_gain} (the running batch would fluctuate too much for the steady-state figures)")
     elif what == "memory":
         detail = f": {ev.note or 'the running requests need more KV than fits'}"
     elif ev.note:

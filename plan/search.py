@@ -73,7 +73,8 @@ def layouts(asker: Asker, space: Space) -> list:
 class _Columns:
     """Candidate deployments as parallel arrays (one append per layout and mode)."""
 
-    names = ("layout", "mode", "dp", "dp_prefill", "gpus", "batch", "tpot", "ttft", "r_mem", "r_tpot", "r_ttft")
+    names = ("layout", "mode", "dp", "dp_prefill", "gpus", "batch", "tpot", "ttft", "r_mem", "r_tpot", "r_ttft",
+             "r_gain")
 
     def __init__(self):
         self.parts = {n: [] for n in self.names}
@@ -112,7 +113,7 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
     if n_fit < 1:       # the model does not fit: one row says by how much (no time closed form needed)
         if lay.gpus <= space.max_gpus:
             cols.add(layout=lay_index, mode=0, dp=1, dp_prefill=0, gpus=lay.gpus, batch=0, tpot=np.inf,
-                     ttft=np.inf, r_mem=float(facts.memory_ratio()), r_tpot=0.0, r_ttft=0.0)
+                     ttft=np.inf, r_mem=float(facts.memory_ratio()), r_tpot=0.0, r_ttft=0.0, r_gain=0.0)
             return 1
         return 0
     ct = asker.call_time_grid(lay)
@@ -135,6 +136,19 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
     poisson = t.arrivals == "poisson"
     count = 0
 
+    gain_max = float(facts.rules.max_loop_gain)
+
+    last = len(td) - 1
+
+    def gain(k, b):
+        """serving.LayoutFacts.t_decode_slope in floats (td[i] = t_d(i + 1))."""
+        i = np.clip(b - 1, 0, last - 1)
+        w = 1 + np.floor(np.sqrt(4 * np.maximum(b, 1))).astype(np.int64)
+        ahead = np.minimum(i + w, last)
+        slope = np.maximum(td[i + 1] - td[i], (td[ahead] - td[i]) / np.maximum(ahead - i, 1))
+        slope = np.where(b >= 2, np.maximum(slope, td[i] - td[np.maximum(i - 1, 0)]), slope)
+        return np.where(b > 0, k * slope / gain_max, inf)
+
     def ratios(b, tpot, ttft):
         r_mem = np.where(b > 0, (b + 1) / n_fit, inf)
         r_tpot = tpot / tpot_target if tpot_target else np.zeros(np.shape(tpot))
@@ -145,7 +159,7 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
         k = lam_d * g1 / share
         b = _running_batch(k, td, bs).astype(np.int64)
         step = np.where(b > 0, td[np.maximum(b, 1) - 1], inf)
-        return b, step
+        return b, step, gain(k, b)
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if AGGREGATED in space.modes:
@@ -153,16 +167,17 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
             lam = rate / dp
             u = lam * t_p
             share = np.where(u < 1, 1 - u, np.nan)
-            b, step = decode(lam, share)
+            b, step, r_gain = decode(lam, share)
             tpot = np.where(u < 1, step / share, inf)
-            s = t_p + len(cks) * step
+            busy = np.minimum(1.0, lam * g1 / share * step)
+            s = t_p + len(cks) * busy * step
             rho = lam * s
             wait = lam * s * s / (2 * (1 - rho)) if poisson else 0.0
-            ttft = np.where((rho < 1) & (b > 0), s + wait + (1 - rho) * step / 2, inf)
+            ttft = np.where((rho < 1) & (b > 0), s + wait + (1 - rho) * busy * step / 2, inf)
             r_mem, r_tpot, r_ttft = ratios(b, tpot, ttft)
             cols.add(layout=lay_index, mode=0, dp=dp.astype(np.int64), dp_prefill=0,
                      gpus=(dp * per).astype(np.int64), batch=b, tpot=tpot, ttft=ttft,
-                     r_mem=r_mem, r_tpot=r_tpot, r_ttft=r_ttft)
+                     r_mem=r_mem, r_tpot=r_tpot, r_ttft=r_ttft, r_gain=r_gain)
             count += most
         if DISAGGREGATED in space.modes and most >= 2:
             t_kv = float(facts.kv_transfer().value)
@@ -175,13 +190,13 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
             rho = lam_p * t_p
             wait = lam_p * t_p * t_p / (2 * (1 - rho)) if poisson else 0.0
             ttft_p = np.where(rho < 1, t_p + wait + t_kv, inf)
-            b_d, step_d = decode(rate / n, np.ones_like(n))
+            b_d, step_d, gain_d = decode(rate / n, np.ones_like(n))
             ip, idd = pp_.astype(np.int64) - 1, dd_.astype(np.int64) - 1
-            b, tpot, ttft = b_d[idd], step_d[idd], ttft_p[ip]
+            b, tpot, ttft, r_gain = b_d[idd], step_d[idd], ttft_p[ip], gain_d[idd]
             r_mem, r_tpot, r_ttft = ratios(b, tpot, ttft)
             cols.add(layout=lay_index, mode=1, dp=dd_.astype(np.int64), dp_prefill=pp_.astype(np.int64),
                      gpus=((pp_ + dd_) * per).astype(np.int64), batch=b, tpot=tpot, ttft=ttft,
-                     r_mem=r_mem, r_tpot=r_tpot, r_ttft=r_ttft)
+                     r_mem=r_mem, r_tpot=r_tpot, r_ttft=r_ttft, r_gain=r_gain)
             count += len(pp_)
     return count
 
@@ -237,7 +252,7 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
         return plan
     price = np.array([space.prices.get(lay.device, 1.0) if space.prices else 1.0 for lay in lays])
     cost = price[c["layout"].astype(np.int64)] * c["gpus"]
-    worst = np.maximum(np.maximum(c["r_mem"], c["r_tpot"]), c["r_ttft"])
+    worst = np.maximum(np.maximum(np.maximum(c["r_mem"], c["r_tpot"]), c["r_ttft"]), c["r_gain"])
     c["cost"], c["worst"] = cost, worst
 
     def deployment(j) -> Deployment:

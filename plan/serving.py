@@ -26,8 +26,10 @@ Aggregated (continuous batching with chunked prefill), λ = rate / dp:
                                  (Little's law over the decode phase: the fixed point,
                                  rounded up to whole requests, found exactly);
   TPOT = t_d(B) / (1 − u)        decode steps share the time with chunks;
-  s = t_p + n_c·t_d(B)           one request's prefill: n_c steps with chunks;
-  TTFT = s + W + (1 − λ·s)·t_d(B)/2
+  q = min(1, λ·(G − 1)·t_d(B)/(1 − u))   the share of steps with a running batch
+                                 (the fractional fixed point; below 1 at light load);
+  s = t_p + n_c·q·t_d(B)         one request's prefill: n_c steps with chunks;
+  TTFT = s + W + (1 − λ·s)·q·t_d(B)/2
     W = λ·s² / (2·(1 − λ·s))     the M/D/1 queue of prefills (Poisson arrivals;
                                  0 for fixed intervals), the last term the mean rest
                                  of the step in flight when a request arrives idle.
@@ -36,7 +38,20 @@ Disaggregated (dp_p prefill instances, dp_d decode instances, the same layout):
                                  t_kv = state_bytes(H=I, per device) / host link;
   B = min { b ≥ 1 : b ≥ λ_d·(G − 1)·t_d(b) }, TPOT = t_d(B).
 Throughput is the offered rate's tokens, rate·G per second, whenever the
-deployment is stable (u < 1, λ·s < 1, B exists and fits)."""
+deployment is stable (u < 1, λ·s < 1, B exists and fits).
+
+Stability of the fixed point: with k = λ·(G − 1)/(1 − u) (λ_d·(G − 1) for a decode
+pool), the decode loop gain g = k·(the largest growth of t_d per request near B: one
+request either side, and the chord over the next 1 + ⌊√(4B)⌋ requests, about two
+standard deviations of a Poisson batch) says how strongly a request more lengthens
+every request's stay. Linearizing the birth-death process of the running requests
+around the fixed point gives a variance B/(1 − g) (Poisson's B at g = 0): as g nears 1
+the running batch's fluctuations, and the time they add, grow without bound; a step
+time that bends upward near B (MoE layers touching more experts, matrix products
+turning compute-bound) makes the mean step over a fluctuating batch exceed the step at
+the mean. The mean-value figures then stop describing the engine (the simulator shows
+TPOT 17–60 % above them there), so a deployment is trusted only while
+g ≤ max_loop_gain (1/4): the `stability` limit."""
 
 from __future__ import annotations
 
@@ -47,7 +62,7 @@ from .figures import Figure
 from .queries import Asker, Layout
 
 AGGREGATED, DISAGGREGATED = "aggregated", "disaggregated"
-LIMITS = ("memory", "TPOT", "TTFT")
+LIMITS = ("memory", "TPOT", "TTFT", "stability")
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,7 @@ class Targets:
 class EngineRules:
     chunk: int = 8192                       # max_num_batched_tokens: prefill tokens per step
     memory_fraction: Fraction = Fraction(9, 10)
+    max_loop_gain: Fraction = Fraction(1, 4)   # the planner's trust bound (see decode_loop_gain)
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,13 @@ class Deployment:
 def chunks(isl: int, chunk: int) -> list:
     """(S, P) of each prefill chunk."""
     return [(s, min(chunk, isl - s)) for s in range(0, isl, chunk)]
+
+
+def fluctuation(b: int) -> int:
+    """1 + ⌊√(4b)⌋: about two standard deviations of a Poisson running batch of mean b."""
+    import math
+
+    return 1 + math.isqrt(4 * b)
 
 
 def mean_context(t: Traffic) -> int:
@@ -152,6 +175,22 @@ class LayoutFacts:
         if found is None:
             text = self.asker.q.call_time(self.lay, b, mean_context(self.t), 1)
             found = self._td[b] = Figure.query(text, self.asker.exact(text))
+        return found
+
+    def t_decode_slope(self, b: int) -> Figure:
+        """How much one running request more lengthens a decode step near b: the
+        largest of the one-request steps on either side of b (MoE layers touching more
+        experts) and the chord over the next w = fluctuation(b) requests (a step time
+        bending upward, e.g. turning compute-bound, within the batch's usual range; a
+        step time that bends down below b only makes the figures conservative)."""
+        td = self.t_decode
+        w = fluctuation(b)
+        terms = [td(b + 1) - td(b), (td(b + w) - td(b)) / w]
+        if b >= 2:
+            terms.append(td(b) - td(b - 1))
+        found = terms[0]
+        for term in terms[1:]:
+            found = Figure.maximum(found, term)
         return found
 
     def kv_transfer(self) -> Figure:
@@ -244,9 +283,12 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
             return ev
         ev.batch = b
         td = facts.t_decode(b)
+        ev.figures["decode_loop_gain"] = lam * g1 * facts.t_decode_slope(b) / (one - u)
         tpot = td * one / (one - u)
+        # the share of steps with a running batch: at most the fractional fixed point
+        busy = Figure.minimum(Figure.number(1), Figure.number(k) * td / one)
         n_chunks = len(chunks(t.isl, facts.rules.chunk))
-        s = tp + (n_chunks * td if n_chunks > 1 else td)
+        s = tp + (n_chunks * busy * td if n_chunks > 1 else busy * td)
         rho = lam * s
         ev.figures["step_time"] = td
         ev.figures["prefill_time"] = tp
@@ -255,7 +297,7 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
             ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(tpot.value, targets.tpot), "TTFT": INF}
             ev.note = "the prefill queue grows without bound"
             return ev
-        ttft = s + _queue_wait(t, lam, s) + (one - rho) * td / (2 * one)
+        ttft = s + _queue_wait(t, lam, s) + (one - rho) * busy * td / (2 * one)
         ev.figures["ttft"] = ttft
     else:
         lam_p = Figure.number(Fraction(t.rate) / dep.dp_prefill)
@@ -271,6 +313,8 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
             return ev
         ev.batch = b
         td = facts.t_decode(b)
+        lam_d = Figure.number(Fraction(t.rate) / dep.dp)
+        ev.figures["decode_loop_gain"] = lam_d * g1 * facts.t_decode_slope(b) / one
         ev.figures["step_time"] = td
         ev.figures["tpot"] = td
         if rho.value >= 1:
@@ -285,7 +329,8 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
     ev.figures["throughput"] = Figure.number(Fraction(t.rate) * t.osl)
     ev.figures["throughput_per_gpu"] = Figure.number(Fraction(t.rate) * t.osl / dep.gpus)
     ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(ev.figures["tpot"].value, targets.tpot),
-                 "TTFT": _ratio(ev.figures["ttft"].value, targets.ttft)}
+                 "TTFT": _ratio(ev.figures["ttft"].value, targets.ttft),
+                 "stability": _ratio(ev.figures["decode_loop_gain"].value, facts.rules.max_loop_gain)}
     return ev
 
 
@@ -293,6 +338,6 @@ def _ratio(value, target):
     return Fraction(0) if target is None else Fraction(value) / Fraction(target)
 
 
-UNITS = {"weights_per_device": "B", "requests_that_fit": "requests", "step_time": "s", "prefill_time": "s",
+UNITS = {"decode_loop_gain": "", "weights_per_device": "B", "requests_that_fit": "requests", "step_time": "s", "prefill_time": "s",
          "tpot": "s", "ttft": "s", "kv_transfer": "s", "kv_per_device": "B", "workspace_per_device": "B",
          "free_per_device": "B", "throughput": "tokens/s", "throughput_per_gpu": "tokens/s"}

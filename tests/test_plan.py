@@ -61,7 +61,7 @@ def test_every_json_figure_equals_specc_eval_of_its_query(name, devices, fmts):
 def test_chosen_deployment_is_minimal_by_brute_force_through_eval():
     spec = SPECS / "qwen3_8b.yaml"
     targets = serving.Targets(Fraction(1, 2), Fraction(12, 1000))
-    found = run_plan(spec, 100, 1000, 200, ttft="500 ms", tpot="12 ms", devices=("h100_sxm",), max_gpus=4,
+    found = run_plan(spec, 60, 1000, 200, ttft="500 ms", tpot="12 ms", devices=("h100_sxm",), max_gpus=4,
                      tp=(1, 2), pp=(1, 2))
     assert found.chosen is not None and found.chosen.deployment.gpus == 4
     asker = EvalAsker(spec)
@@ -91,7 +91,7 @@ _GRID = [
     # (spec, layout, mode, rate) — 24 cases over three models, four layouts, both modes, four rates
     *[("llama2_70b", Layout("h200", tp=8), m, r) for m in ("aggregated", "disaggregated") for r in (5, 10, 20)],
     *[("llama2_70b", Layout("h100_sxm", tp=4), m, r) for m in ("aggregated", "disaggregated") for r in (2, 5, 10)],
-    *[("qwen3_8b", Layout("a100_80gb", tp=2), m, r) for m in ("aggregated", "disaggregated") for r in (5, 10, 20)],
+    *[("qwen3_8b", Layout("a100_80gb", tp=2), m, r) for m in ("aggregated", "disaggregated") for r in (5, 10, 15)],
     *[("mixtral_8x7b", Layout("h100_sxm", tp=2, ep=2), m, r) for m in ("aggregated", "disaggregated")
       for r in (5, 10, 20)],
 ]
@@ -109,6 +109,23 @@ def test_planner_steady_state_matches_the_simulation(name, lay, mode, rate):
     assert abs(sim.throughput / float(ev.figures["throughput"].value) - 1) <= 0.05
     for what in ("ttft", "tpot"):
         assert abs(sim.mean(what) / float(ev.figures[what].value) - 1) <= 0.15, what
+
+
+def test_a_fragile_fixed_point_is_refused_by_the_stability_limit():
+    """Long prompts make each running request lengthen every step (KV reads): the decode
+    loop gain is 0.78, and the simulation's TPOT is far above the steady state's, which
+    is why the planner refuses such deployments (limit 'stability', gain > 1/4)."""
+    asker = Asker(SPECS / "qwen3_8b.yaml")
+    lay = Layout("h100_sxm", tp=2)
+    traffic = serving.Traffic(Fraction(2), 20000, 500)
+    facts = serving.LayoutFacts(asker, lay, traffic, serving.EngineRules())
+    dep = serving.Deployment(lay, "aggregated", 1)
+    ev = serving.evaluate(facts, dep, serving.Targets())
+    assert ev.binding == "stability" and ev.figures["decode_loop_gain"].value > Fraction(3, 4)
+    sim = simulate(asker, facts, dep, requests=2000, seed=2)
+    assert sim.mean("tpot") > 1.3 * float(ev.figures["tpot"].value)
+    model = specc.load(str(SPECS / "qwen3_8b.yaml"))
+    assert model.eval(ev.figures["decode_loop_gain"].text).value == ev.figures["decode_loop_gain"].value
 
 
 def test_simulator_fixed_arrivals_and_replicas():
