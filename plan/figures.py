@@ -76,10 +76,29 @@ class Figure:
     def __float__(self):
         return float(self.value)
 
+    def fits(self) -> bool:
+        """Whether `specc eval` accepts the text (its input limits: length, operators, depth)."""
+        from ..dsl.limits import limit
+        from ..dsl.parser import _BRACKET, _OPERATOR
+
+        if len(self.text) > limit("text_chars") or len(_OPERATOR.findall(self.text)) > limit("expression_terms"):
+            return False
+        depth = most = 0
+        for ch in _BRACKET.findall(self.text):
+            depth += 1 if ch in "([" else (-1 if ch in ")]" else 0)
+            most = max(most, depth)
+        return most <= limit("expression_depth")
+
     def to_json(self, unit: str) -> dict:
         v = self.value
         exact = str(v) if isinstance(v, int) or Fraction(v).denominator == 1 else f"{v.numerator}/{v.denominator}"
-        return {"value": float(v), "exact": exact, "unit": unit, "query": self.text}
+        if self.fits():
+            return {"value": float(v), "exact": exact, "unit": unit, "query": self.text}
+        # a long prompt in many chunks, or a layout with many arguments: the expression
+        # exceeds specc's input limits; its parts are the other figures, each with a query
+        return {"value": float(v), "exact": exact, "unit": unit, "query": None,
+                "expression": self.text, "note": "beyond specc eval's input limits (dsl/limits.py); "
+                "built from the figures prefill_time, step_time and the traffic"}
 
     def __repr__(self):
         return f"<{self.text} = {float(self.value):.6g}>"

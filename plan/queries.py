@@ -7,7 +7,9 @@ asks only per-instance questions (dp is never passed: the dp replicas of an
 instance are independent and each gets 1/dp of the traffic):
 
   call_time(B=, S=, P=, device=, tp=, pp=, ep=, <format>)   one call: a decode step
-                                                           (P = 1) or a prefill chunk
+                                                           (P = 1) or a prefill chunk,
+                                                           written tpot(H=, B=, ...) and
+                                                           ttft(P=, ...) where those equal it
   b_max(device=, H=, workspace=, tp=, pp=, ep=, <format>)    requests that fit at H
   weight_bytes(tp=, pp=, ep=, <format>, per_device=true)    the memory plan
   state_bytes(H=, B=, tp=, pp=, ep=, <format>, per_device=true)
@@ -74,6 +76,18 @@ class Queries:
 
     def call_time(self, lay: Layout, B, S, P) -> str:
         return f"call_time({_join(f'B={B}, S={S}, P={P}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+
+    def decode_step(self, lay: Layout, B, H) -> str:
+        """One decode step of B requests at context H: tpot(H, B) = call_time(B, S=H, P=1),
+        the shorter text (expressions that repeat it stay within specc's input limits)."""
+        return f"tpot({_join(f'H={H}, B={B}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+
+    def prefill_chunk(self, lay: Layout, S, P) -> str:
+        """One request's prefill chunk of P tokens after S: ttft(P) = call_time(B=1, S=0, P)
+        for the first chunk, call_time(B=1, S, P) for the others."""
+        if S == 0:
+            return f"ttft({_join(f'P={P}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+        return self.call_time(lay, 1, S, P)
 
     def call_time_template(self, lay: Layout) -> str:
         """The same query with B, S, P left as parameters (a sweep template)."""

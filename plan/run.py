@@ -62,6 +62,9 @@ def formats_of(spec, names=None, fixed: dict | None = None) -> tuple:
                         _fail("--formats", item, f"the spec declares no format '{part.strip()}'",
                               "one of " + ", ".join(spec.formats))
                     pairs.append(("format", part.strip()))
+        # the spec's default format is what a query without format= computes: left out,
+        # so the expressions stay short
+        pairs = [(k, v) for k, v in pairs if not (k == "format" and v == spec.default_format)]
         pairs += sorted(fixed.items())
         out.append(tuple(pairs))
     return tuple(out)

@@ -7,9 +7,9 @@ them out). Per model instance (tp·pp·ep devices; the dp replicas each take
 * requests: prompts of I tokens (`isl`), answers of G tokens (`osl`); the prefill
   gives the first token, then G − 1 decode steps give the rest;
 * prefill in chunks of at most C tokens (`max_num_batched_tokens`): chunk j is
-  call_time(B=1, S=j·C, P=min(C, I − j·C)); t_p is their sum. One request's
+  call_time(B=1, S=j·C, P=min(C, I − j·C)) (ttft(P) for the first); t_p is their sum. One request's
   tokens per chunk (no packing of several prompts into one chunk);
-* a decode step of B running requests costs call_time(B=B, S=H̄, P=1) = t_d(B),
+* a decode step of B running requests costs tpot(H=H̄, B=B) = call_time(B=B, S=H̄, P=1) = t_d(B),
   with H̄ = I + ⌊(G − 1)/2⌋ the mean context over a request's decode steps
   (rounded up); exact when the step's cost is affine in the contexts (full
   attention), an approximation for windows;
@@ -162,7 +162,7 @@ class LayoutFacts:
         if self._tp is None:
             parts = []
             for s, p in chunks(self.t.isl, self.rules.chunk):
-                text = self.asker.q.call_time(self.lay, 1, s, p)
+                text = self.asker.q.prefill_chunk(self.lay, s, p)
                 parts.append(Figure.query(text, self.asker.exact(text)))
             total = parts[0]
             for part in parts[1:]:
@@ -173,7 +173,7 @@ class LayoutFacts:
     def t_decode(self, b: int) -> Figure:
         found = self._td.get(b)
         if found is None:
-            text = self.asker.q.call_time(self.lay, b, mean_context(self.t), 1)
+            text = self.asker.q.decode_step(self.lay, b, mean_context(self.t))
             found = self._td[b] = Figure.query(text, self.asker.exact(text))
         return found
 

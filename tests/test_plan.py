@@ -167,7 +167,7 @@ def test_cli_plan_json_and_errors():
                  "--devices", "h100_sxm", "--max-gpus", "2", "--format", "json", "--quiet")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["chosen"]["gpus"] == 1 and data["chosen"]["figures"]["tpot"]["query"].startswith("(call_time(")
+    assert data["chosen"]["gpus"] == 1 and data["chosen"]["figures"]["tpot"]["query"].startswith("(tpot(H=1099, B=")
     bad = _specc("plan", "specs/qwen3_8b.yaml", "--rate", "fast", "--isl", "1000", "--osl", "200")
     assert bad.returncode == 2 and "--rate:1:1" in bad.stderr and "Traceback" not in bad.stderr
     far = _specc("plan", "specs/llama2_70b.yaml", "--rate", "1", "--isl", "4000", "--osl", "200")
@@ -211,3 +211,16 @@ def test_percentile_targets_are_checked_by_simulation():
 def test_unknown_device_is_a_located_error():
     with pytest.raises(specc.Error, match="unknown device 'h300'"):
         run_plan(SPECS / "qwen3_8b.yaml", 5, 1000, 200, tpot="30 ms", devices=("h100_sxm", "h300"), max_gpus=2)
+
+
+def test_an_expression_beyond_specc_input_limits_says_so():
+    # a 30,000-token prompt in 2,048-token chunks: 15 chunk calls, repeated in TTFT's formula
+    found = run_plan(SPECS / "qwen3_8b.yaml", 1, 30000, 200, ttft="30 s", devices=("h200",), max_gpus=2,
+                     chunk=2048, mode="aggregated")
+    data = json.loads(report.to_json(found))
+    ttft = data["chosen"]["figures"]["ttft"]
+    assert ttft["query"] is None and "input limits" in ttft["note"] and ttft["expression"].count("call_time(") >= 14
+    model = specc.load(str(SPECS / "qwen3_8b.yaml"))
+    prefill = data["chosen"]["figures"]["prefill_time"]
+    if prefill["query"] is not None:
+        assert Fraction(model.eval(prefill["query"]).value) == Fraction(prefill["exact"])
