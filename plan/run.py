@@ -71,7 +71,7 @@ def formats_of(spec, names=None, fixed: dict | None = None) -> tuple:
 
 
 def build(spec_path, rate, isl, osl, ttft=None, tpot=None, arrivals="poisson", chunk=8192,
-          memory_fraction=Fraction(9, 10), extrapolate=False):
+          memory_fraction=Fraction(9, 10), extrapolate=False, max_loop_gain=Fraction(1, 4)):
     if int(isl) < 1 or int(osl) < 2:
         _fail("--osl" if int(isl) >= 1 else "--isl", osl if int(isl) >= 1 else isl,
               "ISL must be at least 1 and OSL at least 2 (a TPOT needs one decode step)", "--isl 2000 --osl 300")
@@ -82,7 +82,13 @@ def build(spec_path, rate, isl, osl, ttft=None, tpot=None, arrivals="poisson", c
         _fail("--arrivals", arrivals, f"unknown arrival process '{arrivals}'", "poisson or fixed")
     traffic = Traffic(r, int(isl), int(osl), arrivals)
     targets = Targets(seconds(ttft, "--ttft"), seconds(tpot, "--tpot"))
-    rules = EngineRules(int(chunk), Fraction(memory_fraction))
+    gain = exact_number(max_loop_gain, "--max-loop-gain")
+    if not 0 < gain < 1:
+        _fail("--max-loop-gain", max_loop_gain, "the loop gain bound must be between 0 and 1",
+              "e.g. --max-loop-gain 1/4 (the default) or 1/2")
+    if int(chunk) < 1:
+        _fail("--max-num-batched-tokens", chunk, "the chunk budget must be at least 1 token", "e.g. 8192")
+    rules = EngineRules(int(chunk), Fraction(memory_fraction), gain)
     queries = Queries("extrapolate=true" if extrapolate else "")
     return traffic, targets, rules, queries
 
@@ -99,9 +105,9 @@ def _check_context(asker, traffic, extrapolate):
 def plan(spec_path, rate, isl, osl, ttft=None, tpot=None, devices=DEFAULT_DEVICES, max_gpus=8, formats=None,
          fixed=None, mode="both", prices=None, arrivals="poisson", chunk=8192, extrapolate=False,
          quiet=True, tp=(1, 2, 4, 8), pp=(1, 2, 4, 8), ep=(1, 2, 4, 8, 16, 32, 64), percentile=None,
-         sim_requests=4000, seed=0):
+         sim_requests=4000, seed=0, max_loop_gain=Fraction(1, 4)):
     traffic, targets, rules, queries = build(spec_path, rate, isl, osl, ttft, tpot, arrivals, chunk,
-                                             extrapolate=extrapolate)
+                                             extrapolate=extrapolate, max_loop_gain=max_loop_gain)
     asker = Asker(spec_path, queries)
     _check_context(asker, traffic, extrapolate)
     modes = {"aggregated": (AGGREGATED,), "disaggregated": (DISAGGREGATED,), "both": (AGGREGATED, DISAGGREGATED)}

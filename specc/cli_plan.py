@@ -50,6 +50,8 @@ def _pairs(items, what):
 @click.option("--percentile", default=None,
               help="Targets at this percentile of requests (50 ≤ P < 100), checked by a seeded simulation "
                    "of each candidate the means admit.")
+@click.option("--max-loop-gain", default="1/4", show_default=True,
+              help="Trust bound of the steady state: the decode loop gain (README) above it is the 'stability' limit.")
 @click.option("--sim-requests", type=int, default=4000, show_default=True,
               help="Requests per simulation when --percentile is given.")
 @click.option("--devices", default="h100_sxm,h200,b200,mi300x,a100_80gb", show_default=True,
@@ -62,8 +64,8 @@ def _pairs(items, what):
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv", "md"]), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
 @click.option("--quiet", is_flag=True, help="No progress on standard error.")
-def plan_command(spec, rate, isl, osl, arrivals, chunk, fixed, extrapolate, ttft, tpot, percentile, sim_requests,
-                 devices, max_gpus, prices, formats, mode, fmt, output, quiet):
+def plan_command(spec, rate, isl, osl, arrivals, chunk, fixed, extrapolate, ttft, tpot, percentile, max_loop_gain,
+                 sim_requests, devices, max_gpus, prices, formats, mode, fmt, output, quiet):
     """The cheapest deployments that serve a traffic within its latency targets.
 
     Searches devices × tp × pp × ep × dp × formats × modes (aggregated continuous
@@ -82,7 +84,7 @@ def plan_command(spec, rate, isl, osl, arrivals, chunk, fixed, extrapolate, ttft
     found = run_plan(spec, rate, isl, osl, ttft, tpot, tuple(d.strip() for d in devices.split(",") if d.strip()),
                      max_gpus, formats.split(",") if formats else None, _pairs(fixed, "--with"), mode,
                      _pairs(prices, "--price"), arrivals, chunk, extrapolate, quiet=quiet, percentile=percentile,
-                     sim_requests=sim_requests)
+                     sim_requests=sim_requests, max_loop_gain=max_loop_gain)
     text = {"text": report.to_text, "json": report.to_json, "csv": report.to_csv, "md": report.to_md}[fmt](found)
     if fmt == "json":
         text += "\n"
