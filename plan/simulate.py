@@ -36,6 +36,7 @@ class Simulation:
     tokens: int
     samples: list = field(default_factory=list)   # (time, waiting, running) of the first instance
     warmup: float = 0.05
+    planned: object = None   # the planner's steady state of the same deployment (serving.Evaluation)
 
     def _kept(self, values):
         import numpy as np

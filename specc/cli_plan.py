@@ -109,7 +109,8 @@ def plan_command(spec, rate, isl, osl, arrivals, chunk, fixed, extrapolate, ttft
 @click.option("--dp", type=int, default=1, help="Replicas (aggregated) or decode instances (disaggregated).")
 @click.option("--prefill", "dp_prefill", type=int, default=0, help="Prefill instances (disaggregated).")
 @click.option("--mode", type=click.Choice(["aggregated", "disaggregated"]), default="aggregated", show_default=True)
-@click.option("--weights-format", "wfmt", default=None, help="A declared format name or ARG=V+ARG=V.")
+@click.option("--scheme", "wfmt", default=None,
+              help="The storage format: a declared format name or ARG=V+ARG=V (default: the spec's default).")
 @click.option("--requests", type=int, default=10000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--scale", default="1", show_default=True, help="Multiply the rate (what happens at 1.3×?).")
