@@ -15,6 +15,8 @@ experts and serving 1/ep of the requests (attention data parallel). vLLM's
 
 from __future__ import annotations
 
+from .serving import final_context
+
 # generic storage scheme names -> (vLLM flags, SGLang flags)
 _QUANT = {
     "fp8": (["--quantization", "fp8"], ["--quantization", "fp8"]),
@@ -39,7 +41,7 @@ def vllm(dep, traffic, rules, n_fit: int, model: str = "<model path>") -> list:
         base += ["--pipeline-parallel-size", str(lay.pp)]
     if lay.ep > 1:
         base += ["--data-parallel-size", str(lay.ep), "--enable-expert-parallel"]
-    base += ["--max-num-seqs", str(max(n_fit, 1)), "--max-model-len", str(traffic.isl + traffic.osl),
+    base += ["--max-num-seqs", str(max(n_fit, 1)), "--max-model-len", str(final_context(traffic)),
              "--max-num-batched-tokens", str(rules.chunk), "--enable-chunked-prefill",
              "--gpu-memory-utilization", f"{float(rules.memory_fraction):g}"]
     base += _quant(lay.fmt, 0)
@@ -58,7 +60,7 @@ def sglang(dep, traffic, rules, n_fit: int, model: str = "<model path>") -> list
         base += ["--pp-size", str(lay.pp)]
     if lay.ep > 1:
         base += ["--ep-size", str(lay.tp * lay.ep), "--enable-dp-attention", "--dp-size", str(lay.ep)]
-    base += ["--max-running-requests", str(max(n_fit, 1)), "--context-length", str(traffic.isl + traffic.osl),
+    base += ["--max-running-requests", str(max(n_fit, 1)), "--context-length", str(final_context(traffic)),
              "--chunked-prefill-size", str(rules.chunk), "--mem-fraction-static", f"{float(rules.memory_fraction):g}"]
     base += _quant(lay.fmt, 1)
     if dep.mode == "aggregated":

@@ -47,7 +47,8 @@ def to_json(plan) -> str:
     t = plan.traffic
     out = {
         "spec": plan.spec,
-        "traffic": {"rate": str(t.rate), "isl": t.isl, "osl": t.osl, "arrivals": t.arrivals},
+        "traffic": {"rate": str(t.rate), "isl": t.isl, "osl": t.osl, "arrivals": t.arrivals,
+                    "mix": [{"share": str(p), "isl": i, "osl": g} for p, i, g in t.mix] or None},
         "targets": {"ttft_s": str(plan.targets.ttft) if plan.targets.ttft is not None else None,
                     "tpot_s": str(plan.targets.tpot) if plan.targets.tpot is not None else None,
                     "statistic": _statistic(plan)},
@@ -109,7 +110,9 @@ def no_fit_message(plan) -> str:
 
 def to_text(plan) -> str:
     t = plan.traffic
-    lines = [f"plan for {plan.spec}: {t.rate} req/s ({t.arrivals}), ISL {t.isl}, OSL {t.osl}; targets "
+    shape = (f"ISL {t.isl}, OSL {t.osl}" if not t.mix else
+             "mix " + ", ".join(f"{float(p):.0%} ISL {i} OSL {g}" for p, i, g in t.mix))
+    lines = [f"plan for {plan.spec}: {t.rate} req/s ({t.arrivals}), {shape}; targets "
              f"TTFT {_target(plan.targets.ttft)}, TPOT {_target(plan.targets.tpot)} ({_statistic(plan)})",
              f"searched {plan.candidates:,} deployments over {plan.layouts} layouts in {plan.seconds:.2f} s"]
     if plan.chosen is None:

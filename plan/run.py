@@ -7,7 +7,8 @@ from fractions import Fraction
 from ..dsl.errors import Loc, SpecError
 from .queries import Asker, Layout, Queries
 from .search import Percentile, Space, search
-from .serving import AGGREGATED, DISAGGREGATED, Deployment, EngineRules, LayoutFacts, Targets, Traffic
+from .serving import (AGGREGATED, DISAGGREGATED, Deployment, EngineRules, LayoutFacts, Targets, Traffic,
+                      final_context)
 
 DEFAULT_DEVICES = ("h100_sxm", "h200", "b200", "mi300x", "a100_80gb")
 
@@ -70,8 +71,42 @@ def formats_of(spec, names=None, fixed: dict | None = None) -> tuple:
     return tuple(out)
 
 
+def parse_mix(text) -> tuple:
+    """'2000:300:3,8000:500:1' (ISL:OSL:WEIGHT, ...) or a list of (isl, osl, weight)
+    -> ((share, isl, osl), ...) with exact shares summing to 1."""
+    items = []
+    parts = text.split(",") if isinstance(text, str) else list(text)
+    for part in parts:
+        fields = part.split(":") if isinstance(part, str) else list(part)
+        if len(fields) not in (2, 3):
+            _fail("--mix", text, f"cannot read the request class '{part}'", "ISL:OSL:WEIGHT, e.g. 2000:300:3,8000:500:1")
+        try:
+            isl, osl = int(fields[0]), int(fields[1])
+        except (TypeError, ValueError):
+            _fail("--mix", text, f"cannot read the request class '{part}'", "whole numbers of tokens: ISL:OSL:WEIGHT")
+        weight = exact_number(fields[2], "--mix") if len(fields) == 3 else Fraction(1)
+        if isl < 1 or osl < 2 or weight <= 0:
+            _fail("--mix", text, f"the request class '{part}' needs ISL ≥ 1, OSL ≥ 2 and a positive weight",
+                  "e.g. 2000:300:3")
+        items.append((weight, isl, osl))
+    if not items:
+        _fail("--mix", text, "an empty mix", "ISL:OSL:WEIGHT, ...")
+    total = sum(w for w, _, _ in items)
+    merged: dict = {}
+    for w, i, g in items:                       # the same class twice: one class
+        merged[(i, g)] = merged.get((i, g), 0) + w / total
+    return tuple((share, i, g) for (i, g), share in merged.items())
+
+
 def build(spec_path, rate, isl, osl, ttft=None, tpot=None, arrivals="poisson", chunk=8192,
-          memory_fraction=Fraction(9, 10), extrapolate=False, max_loop_gain=Fraction(1, 4)):
+          memory_fraction=Fraction(9, 10), extrapolate=False, max_loop_gain=Fraction(1, 4), mix=None):
+    classes = parse_mix(mix) if mix else ()
+    if classes:
+        isl, osl = max((i, g) for _, i, g in classes)
+    if isl is None or osl is None:
+        _fail("--isl", "", "the traffic needs --isl and --osl, or --mix", "--isl 2000 --osl 300")
+    if len(classes) == 1:
+        classes = ()
     if int(isl) < 1 or int(osl) < 2:
         _fail("--osl" if int(isl) >= 1 else "--isl", osl if int(isl) >= 1 else isl,
               "ISL must be at least 1 and OSL at least 2 (a TPOT needs one decode step)", "--isl 2000 --osl 300")
@@ -80,7 +115,7 @@ def build(spec_path, rate, isl, osl, ttft=None, tpot=None, arrivals="poisson", c
         _fail("--rate", rate, "the rate must be positive", "e.g. --rate 20 (requests per second)")
     if arrivals not in ("poisson", "fixed"):
         _fail("--arrivals", arrivals, f"unknown arrival process '{arrivals}'", "poisson or fixed")
-    traffic = Traffic(r, int(isl), int(osl), arrivals)
+    traffic = Traffic(r, int(isl), int(osl), arrivals, classes)
     targets = Targets(seconds(ttft, "--ttft"), seconds(tpot, "--tpot"))
     gain = exact_number(max_loop_gain, "--max-loop-gain")
     if not 0 < gain < 1:
@@ -97,17 +132,18 @@ def _check_context(asker, traffic, extrapolate):
     limit = asker.spec.max_context
     if limit is not None and not extrapolate:
         top = int(limit.value) if hasattr(limit, "value") else int(limit)
-        if traffic.isl + traffic.osl > top:
-            _fail("--isl", traffic.isl, f"ISL + OSL = {traffic.isl + traffic.osl} is beyond the spec's max_context {top}",
+        longest = final_context(traffic)
+        if longest > top:
+            _fail("--isl", traffic.isl, f"ISL + OSL = {longest} is beyond the spec's max_context {top}",
                   "shorter requests, or --extrapolate to compute by formula beyond it")
 
 
 def plan(spec_path, rate, isl, osl, ttft=None, tpot=None, devices=DEFAULT_DEVICES, max_gpus=8, formats=None,
          fixed=None, mode="both", prices=None, arrivals="poisson", chunk=8192, extrapolate=False,
          quiet=True, tp=(1, 2, 4, 8), pp=(1, 2, 4, 8), ep=(1, 2, 4, 8, 16, 32, 64), percentile=None,
-         sim_requests=4000, seed=0, max_loop_gain=Fraction(1, 4)):
+         sim_requests=4000, seed=0, max_loop_gain=Fraction(1, 4), mix=None):
     traffic, targets, rules, queries = build(spec_path, rate, isl, osl, ttft, tpot, arrivals, chunk,
-                                             extrapolate=extrapolate, max_loop_gain=max_loop_gain)
+                                             extrapolate=extrapolate, max_loop_gain=max_loop_gain, mix=mix)
     asker = Asker(spec_path, queries)
     _check_context(asker, traffic, extrapolate)
     modes = {"aggregated": (AGGREGATED,), "disaggregated": (DISAGGREGATED,), "both": (AGGREGATED, DISAGGREGATED)}
@@ -138,11 +174,13 @@ def plan(spec_path, rate, isl, osl, ttft=None, tpot=None, devices=DEFAULT_DEVICE
 
 def simulate(spec_path, rate, isl, osl, device, tp=1, pp=1, ep=1, dp=1, dp_prefill=0, fmt=None, fixed=None,
              mode="aggregated", requests=10000, seed=0, rate_scale=1, arrivals="poisson", chunk=8192,
-             extrapolate=False):
+             extrapolate=False, mix=None):
     from .simulate import simulate as run_simulation
 
+    if not device:
+        _fail("--device", "", "a simulation needs the deployment's device", "--device h200")
     traffic, _, rules, queries = build(spec_path, rate, isl, osl, arrivals=arrivals, chunk=chunk,
-                                       extrapolate=extrapolate)
+                                       extrapolate=extrapolate, mix=mix)
     asker = Asker(spec_path, queries)
     _check_context(asker, traffic, extrapolate)
     fmt_pairs = formats_of(asker.spec, [fmt] if fmt else [asker.spec.default_format or None], fixed)[0] \

@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from .queries import Asker, Layout, Queries
 from .serving import (AGGREGATED, DISAGGREGATED, Deployment, EngineRules, LayoutFacts, Targets, Traffic,
-                      chunks, evaluate, mean_context)
+                      chunks, decode_steps, evaluate, mean_context)
 
 _SLACK = 1e-6           # float ratios within this of 1 are decided exactly
 
@@ -126,12 +126,15 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
     most = space.max_gpus // per
     if most < 1:
         return 0
-    cks = chunks(t.isl, facts.rules.chunk)
-    t_p = float(sum(ct(np.float64(1), np.float64(s), np.float64(p)) for s, p in cks))
+    # per class of the traffic: share, prefill time, chunks
+    cls = [(float(p), float(sum(ct(np.float64(1), np.float64(s), np.float64(c)) for s, c in chunks(i, facts.rules.chunk))),
+            len(chunks(i, facts.rules.chunk))) for p, i, _ in t.classes]
+    t_p = sum(p * tp_c for p, tp_c, _ in cls)
+    t_p2 = sum(p * tp_c * tp_c for p, tp_c, _ in cls)
     b_top = int(min(max(2 * n_fit, 64), 1 << 15))
     bs = np.arange(1, b_top + 1, dtype=np.float64)
     td = np.asarray(ct(bs, np.float64(mean_context(t)), np.float64(1)), dtype=np.float64)
-    g1 = t.osl - 1
+    g1 = float(decode_steps(t))
     rate = float(t.rate)
     poisson = t.arrivals == "poisson"
     count = 0
@@ -170,9 +173,10 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
             b, step, r_gain = decode(lam, share)
             tpot = np.where(u < 1, step / share, inf)
             busy = np.minimum(1.0, lam * g1 / share * step)
-            s = t_p + len(cks) * busy * step
+            s = sum(p * (tp_c + n_c * busy * step) for p, tp_c, n_c in cls)
+            s2 = sum(p * (tp_c + n_c * busy * step) ** 2 for p, tp_c, n_c in cls)
             rho = lam * s
-            wait = lam * s * s / (2 * (1 - rho)) if poisson else 0.0
+            wait = lam * s2 / (2 * (1 - rho)) if poisson else 0.0
             ttft = np.where((rho < 1) & (b > 0), s + wait + (1 - rho) * busy * step / 2, inf)
             r_mem, r_tpot, r_ttft = ratios(b, tpot, ttft)
             cols.add(layout=lay_index, mode=0, dp=dp.astype(np.int64), dp_prefill=0,
@@ -188,7 +192,7 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
             pp_, dd_ = pp_[keep], dd_[keep]
             lam_p = rate / n
             rho = lam_p * t_p
-            wait = lam_p * t_p * t_p / (2 * (1 - rho)) if poisson else 0.0
+            wait = lam_p * t_p2 / (2 * (1 - rho)) if poisson else 0.0
             ttft_p = np.where(rho < 1, t_p + wait + t_kv, inf)
             b_d, step_d, gain_d = decode(rate / n, np.ones_like(n))
             ip, idd = pp_.astype(np.int64) - 1, dd_.astype(np.int64) - 1

@@ -4,8 +4,11 @@ Every rule is a named convention (the README's "Planning a deployment" writes
 them out). Per model instance (tp·pp·ep devices; the dp replicas each take
 1/dp of the requests, spread uniformly at random):
 
-* requests: prompts of I tokens (`isl`), answers of G tokens (`osl`); the prefill
-  gives the first token, then G − 1 decode steps give the rest;
+* requests: prompts of I tokens (`isl`), answers of G tokens (`osl`), or a weighted
+  list of such classes (then t_p, t_kv and the decode steps G − 1 are means over it,
+  H̄ the mean context over every decode step, memory is reserved for the longest
+  final context, and the prefill queue is M/G/1: W = λ·E[s²]/(2·(1 − λ·E[s])));
+  the prefill gives the first token, then G − 1 decode steps give the rest;
 * prefill in chunks of at most C tokens (`max_num_batched_tokens`): chunk j is
   call_time(B=1, S=j·C, P=min(C, I − j·C)) (ttft(P) for the first); t_p is their sum. One request's
   tokens per chunk (no packing of several prompts into one chunk);
@@ -68,9 +71,15 @@ LIMITS = ("memory", "TPOT", "TTFT", "stability")
 @dataclass(frozen=True)
 class Traffic:
     rate: Fraction             # requests per second, whole deployment
-    isl: int                   # prompt tokens
-    osl: int                   # output tokens (≥ 2: a TPOT needs a decode step)
+    isl: int                   # prompt tokens (the largest of a mix)
+    osl: int                   # output tokens (≥ 2: a TPOT needs a decode step; of the same class)
     arrivals: str = "poisson"  # or "fixed" (equal intervals)
+    mix: tuple = ()            # ((share, isl, osl), ...), shares summing to 1: a weighted list
+
+    @property
+    def classes(self) -> tuple:
+        """((share, I, G), ...): the mix, or the one class (1, isl, osl)."""
+        return self.mix or ((Fraction(1), self.isl, self.osl),)
 
 
 @dataclass(frozen=True)
@@ -111,11 +120,34 @@ def fluctuation(b: int) -> int:
 
 
 def mean_context(t: Traffic) -> int:
-    return t.isl + (t.osl - 1) // 2
+    """H̄: the mean context over the decode steps of every request (each step of a
+    class with prompt I and G tokens at S = I .. I + G − 2), rounded up."""
+    steps = sum(p * (g - 1) for p, _, g in t.classes)
+    total = sum(p * (g - 1) * (2 * i + g - 2) for p, i, g in t.classes) / (2 * steps)
+    return -((-total.numerator) // total.denominator)
 
 
 def final_context(t: Traffic) -> int:
-    return t.isl + t.osl
+    """The longest final context of the traffic (memory is reserved for it)."""
+    return max(i + g for _, i, g in t.classes)
+
+
+def decode_steps(t: Traffic) -> Fraction:
+    """Decode steps per request, on average: Σ share·(G − 1)."""
+    return sum((Fraction(p) * (g - 1) for p, _, g in t.classes), Fraction(0))
+
+
+def output_tokens(t: Traffic) -> Fraction:
+    return sum((Fraction(p) * g for p, _, g in t.classes), Fraction(0))
+
+
+def _weighted(parts: list) -> Figure:
+    """Σ share·figure over the classes (the figure alone for a single class)."""
+    total = None
+    for p, fig in parts:
+        term = fig if p == 1 else Figure.number(p) * fig
+        total = term if total is None else total + term
+    return total
 
 
 @dataclass
@@ -155,20 +187,23 @@ class LayoutFacts:
         text = q.weight_bytes(lay)
         self.weights = Figure.query(text, asker.exact(text))
         self._td: dict = {}
-        self._tp = None
+        self._tp: dict = {}
+
+    def t_prefill_of(self, isl: int) -> Figure:
+        """One prompt of `isl` tokens, chunk by chunk."""
+        if isl not in self._tp:
+            total = None
+            for s, p in chunks(isl, self.rules.chunk):
+                text = self.asker.q.prefill_chunk(self.lay, s, p)
+                part = Figure.query(text, self.asker.exact(text))
+                total = part if total is None else total + part
+            self._tp[isl] = total
+        return self._tp[isl]
 
     @property
     def t_prefill(self) -> Figure:
-        if self._tp is None:
-            parts = []
-            for s, p in chunks(self.t.isl, self.rules.chunk):
-                text = self.asker.q.prefill_chunk(self.lay, s, p)
-                parts.append(Figure.query(text, self.asker.exact(text)))
-            total = parts[0]
-            for part in parts[1:]:
-                total = total + part
-            self._tp = total
-        return self._tp
+        """t_p: the mean prefill time over the traffic's classes."""
+        return _weighted([(p, self.t_prefill_of(i)) for p, i, _ in self.t.classes])
 
     def t_decode(self, b: int) -> Figure:
         found = self._td.get(b)
@@ -193,11 +228,15 @@ class LayoutFacts:
             found = Figure.maximum(found, term)
         return found
 
-    def kv_transfer(self) -> Figure:
+    def kv_transfer_of(self, isl: int) -> Figure:
         q = self.asker.q
-        kv = Figure.query(q.state_bytes(self.lay, self.t.isl, 1), self.asker.exact(q.state_bytes(self.lay, self.t.isl, 1)))
+        kv = Figure.query(q.state_bytes(self.lay, isl, 1), self.asker.exact(q.state_bytes(self.lay, isl, 1)))
         link = Figure.query(q.kv_link(self.lay), self.asker.exact(q.kv_link(self.lay)))
         return kv / link
+
+    def kv_transfer(self) -> Figure:
+        """The mean KV transfer time over the traffic's classes."""
+        return _weighted([(p, self.kv_transfer_of(i)) for p, i, _ in self.t.classes])
 
     def memory_ratio(self) -> Fraction:
         """(weights + one request's KV at I + G) / usable memory, per device."""
@@ -242,11 +281,27 @@ class LayoutFacts:
         return hi
 
 
-def _queue_wait(t: Traffic, lam: Figure, s: Figure) -> Figure:
-    """M/D/1 mean wait λ·s² / (2·(1 − λ·s)) (Poisson); 0 for fixed intervals."""
+def _queue_wait(t: Traffic, lam: Figure, s: Figure, s2: Figure | None = None) -> Figure:
+    """The mean wait of a FIFO server of Poisson arrivals: λ·E[s²] / (2·(1 − λ·E[s]))
+    (Pollaczek–Khinchine; M/D/1 with s2 = s·s for one class); 0 for fixed intervals."""
     if t.arrivals != "poisson":
         return Figure.seconds(0)
-    return lam * s * s / (2 * (Figure.seconds() - lam * s))
+    return lam * (s * s if s2 is None else s2) / (2 * (Figure.seconds() - lam * s))
+
+
+def _service(facts: "LayoutFacts", busy: Figure | None, td: Figure | None) -> tuple:
+    """(E[s], E[s²] or None for one class) of one request's prefill: its chunks, each
+    riding on a step that carries busy·t_d of decode (aggregated), or alone."""
+    parts = []
+    for p, i, _ in facts.t.classes:
+        s = facts.t_prefill_of(i)
+        if busy is not None:
+            n = len(chunks(i, facts.rules.chunk))
+            s = s + (n * busy * td if n > 1 else busy * td)
+        parts.append((p, s))
+    if len(parts) == 1:
+        return parts[0][1], None
+    return _weighted(parts), _weighted([(p, s * s) for p, s in parts])
 
 
 INF = float("inf")
@@ -267,7 +322,7 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
         return ev
     tp = facts.t_prefill
     one = Figure.seconds()
-    g1 = t.osl - 1
+    g1 = decode_steps(t)
     if dep.mode == AGGREGATED:
         lam = Figure.number(Fraction(t.rate) / dep.dp)
         u = lam * tp
@@ -287,8 +342,7 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
         tpot = td * one / (one - u)
         # the share of steps with a running batch: at most the fractional fixed point
         busy = Figure.minimum(Figure.number(1), Figure.number(k) * td / one)
-        n_chunks = len(chunks(t.isl, facts.rules.chunk))
-        s = tp + (n_chunks * busy * td if n_chunks > 1 else busy * td)
+        s, s2 = _service(facts, busy, td)
         rho = lam * s
         ev.figures["step_time"] = td
         ev.figures["prefill_time"] = tp
@@ -297,7 +351,7 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
             ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(tpot.value, targets.tpot), "TTFT": INF}
             ev.note = "the prefill queue grows without bound"
             return ev
-        ttft = s + _queue_wait(t, lam, s) + (one - rho) * busy * td / (2 * one)
+        ttft = s + _queue_wait(t, lam, s, s2) + (one - rho) * busy * td / (2 * one)
         ev.figures["ttft"] = ttft
     else:
         lam_p = Figure.number(Fraction(t.rate) / dep.dp_prefill)
@@ -321,13 +375,14 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
             ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(td.value, targets.tpot), "TTFT": INF}
             ev.note = "the prefill queue grows without bound"
             return ev
-        ev.figures["ttft"] = tp + _queue_wait(t, lam_p, tp) + kv
+        s, s2 = _service(facts, None, None)
+        ev.figures["ttft"] = tp + _queue_wait(t, lam_p, s, s2) + kv
     ev.figures["kv_per_device"] = facts.kv_reserved(b + 1)
     ev.figures["workspace_per_device"] = Figure.query(f"{facts.workspace} B", facts.workspace)
     ev.figures["free_per_device"] = (facts.memory - facts.weights - ev.figures["kv_per_device"]
                                      - ev.figures["workspace_per_device"])
-    ev.figures["throughput"] = Figure.number(Fraction(t.rate) * t.osl)
-    ev.figures["throughput_per_gpu"] = Figure.number(Fraction(t.rate) * t.osl / dep.gpus)
+    ev.figures["throughput"] = Figure.number(Fraction(t.rate) * output_tokens(t))
+    ev.figures["throughput_per_gpu"] = Figure.number(Fraction(t.rate) * output_tokens(t) / dep.gpus)
     ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(ev.figures["tpot"].value, targets.tpot),
                  "TTFT": _ratio(ev.figures["ttft"].value, targets.ttft),
                  "stability": _ratio(ev.figures["decode_loop_gain"].value, facts.rules.max_loop_gain)}

@@ -9,7 +9,8 @@ I + G); decode steps of every running request, whose durations come from the
 same compiled call_time closed form as the planner's (run in float64).
 
 The decode step of n requests at mean context S̄ costs a_n + b_n·(S̄ − I), the
-chord of call_time(B=n, S, P=1) between S = I and S = I + G − 1: exact when
+chord of call_time(B=n, S, P=1) between S = I and S = I + G − 2 (the shortest and
+the longest context a decode step has, over a mix of request classes): exact when
 the step is affine in the contexts (full attention; the planner's t_d(B) at
 H̄ is the same line), the chord otherwise. Stretches of decode steps with no
 event (arrival, admission, finish) between them are advanced in one go (the
@@ -90,16 +91,19 @@ class _Steps:
         ct = asker.call_time_grid(facts.lay)
         n = max(int(facts.n_fit.value), 1)
         bs = np.arange(1, n + 1, dtype=np.float64)
-        lo = np.asarray(ct(bs, np.float64(t.isl), np.float64(1)), dtype=float)
-        if t.osl > 2:
-            hi = np.asarray(ct(bs, np.float64(t.isl + t.osl - 2), np.float64(1)), dtype=float)
-            slope = (hi - lo) / (t.osl - 2)
+        # the chord between the shortest and the longest context any decode step has
+        self.ref = min(i for _, i, _ in t.classes)
+        top = max(i + g - 2 for _, i, g in t.classes)
+        lo = np.asarray(ct(bs, np.float64(self.ref), np.float64(1)), dtype=float)
+        if top > self.ref:
+            hi = np.asarray(ct(bs, np.float64(top), np.float64(1)), dtype=float)
+            slope = (hi - lo) / (top - self.ref)
         else:
             slope = np.zeros_like(lo)
         self.a, self.b = [0.0] + lo.tolist(), [0.0] + slope.tolist()
-        self.chunks = [float(ct(np.float64(1), np.float64(s), np.float64(p))) for s, p in chunks(t.isl, facts.rules.chunk)]
-        self.kv = float(facts.kv_transfer().value)
-        self.isl = t.isl
+        self.chunks = {i: [float(ct(np.float64(1), np.float64(s), np.float64(p))) for s, p in chunks(i, facts.rules.chunk)]
+                       for _, i, _ in t.classes}
+        self.kv = {i: float(facts.kv_transfer_of(i).value) for _, i, _ in t.classes}
 
 
 def _arrivals(traffic, n, seed, rate_scale):
@@ -139,16 +143,16 @@ def _steps_until(c, b, dtime):
     return j
 
 
-def _instance(steps: _Steps, arr, ids, n_fit, osl, first, finish, prefill: bool, samples, skip: bool = True):
-    """One instance's requests (arrival times `arr`, ids `ids`, in order); fills
-    first[id] (first-token time) and finish[id] (last-token time). skip=False
-    takes every decode step on its own (the benchmark's baseline)."""
-    isl, g1 = steps.isl, osl - 1
-    chunk_times = steps.chunks
+def _instance(steps: _Steps, arr, ids, n_fit, isl, osl, first, finish, prefill: bool, samples, skip: bool = True):
+    """One instance's requests (arrival times `arr`, ids `ids`, in order; isl[id] and
+    osl[id] their prompt and output tokens); fills first[id] (first-token time) and
+    finish[id] (last-token time). skip=False takes every decode step on its own (the
+    benchmark's baseline)."""
+    ref = steps.ref
     a, bb = steps.a, steps.b
     n = len(arr)
     i, waiting, heap = 0, deque(), []
-    cur, cur_chunk = None, 0
+    cur, cur_chunks, cur_chunk = None, None, 0
     n_run, sum_ctx, step, t = 0, 0, 0, 0.0
     record = samples is not None
     while True:
@@ -158,25 +162,26 @@ def _instance(steps: _Steps, arr, ids, n_fit, osl, first, finish, prefill: bool,
         if prefill:
             if cur is None and waiting and n_run + 1 <= n_fit:
                 cur, cur_chunk = waiting.popleft(), 0
+                cur_chunks = steps.chunks[isl[ids[cur]]]
         else:
             while waiting and n_run + 1 <= n_fit:      # KV arrived: join the next step
-                j = waiting.popleft()
-                heapq.heappush(heap, (step + g1 - 1, ids[j]))
+                rid = ids[waiting.popleft()]
+                heapq.heappush(heap, (step + osl[rid] - 2, rid))
                 n_run += 1
-                sum_ctx += isl
+                sum_ctx += isl[rid]
         if cur is None and n_run == 0:
             if i >= n:
                 break
             t = max(t, arr[i])
             continue
         if cur is not None:                              # a step carrying a prefill chunk
-            dt = chunk_times[cur_chunk]
+            dt = cur_chunks[cur_chunk]
             if n_run:
-                dt += a[n_run] + bb[n_run] * (sum_ctx / n_run - isl)
+                dt += a[n_run] + bb[n_run] * (sum_ctx / n_run - ref)
             t += dt
             m = 1
         else:                                            # decode steps until the next event
-            c = a[n_run] + bb[n_run] * (sum_ctx / n_run - isl)
+            c = a[n_run] + bb[n_run] * (sum_ctx / n_run - ref)
             m = heap[0][0] - step + 1 if skip else 1
             if i < n and (not waiting and n_run + 1 <= n_fit or not prefill and n_run + 1 <= n_fit):
                 m = min(m, _steps_until(c, bb[n_run], arr[i] - t))
@@ -188,15 +193,15 @@ def _instance(steps: _Steps, arr, ids, n_fit, osl, first, finish, prefill: bool,
                 _, rid = heapq.heappop(heap)
                 finish[rid] = t
                 n_run -= 1
-                sum_ctx -= isl + g1
+                sum_ctx -= isl[rid] + osl[rid] - 1
         if cur is not None:
             cur_chunk += 1
-            if cur_chunk == len(chunk_times):
+            if cur_chunk == len(cur_chunks):
                 rid = ids[cur]
                 first[rid] = t
-                heapq.heappush(heap, (step + m + g1 - 1, rid))
+                heapq.heappush(heap, (step + m + osl[rid] - 2, rid))
                 n_run += 1
-                sum_ctx += isl
+                sum_ctx += isl[rid]
                 cur = None
         step += m
         if record:
@@ -212,6 +217,12 @@ def simulate(asker, facts: LayoutFacts, dep: Deployment, requests: int = 10000, 
     steps = _Steps(asker, facts)
     n_fit = int(facts.n_fit.value)
     arr, rng = _arrivals(t, requests, seed, rate_scale)
+    # each request's class (drawn with the mix's shares, seeded)
+    shares = np.array([float(p) for p, _, _ in t.classes])
+    which = rng.choice(len(shares), size=requests, p=shares / shares.sum()) if len(shares) > 1 else \
+        np.zeros(requests, dtype=np.int64)
+    isl = np.array([i for _, i, _ in t.classes])[which].tolist()
+    osl = np.array([g for _, _, g in t.classes])[which].tolist()
     first = np.full(requests, np.nan)
     finish = np.full(requests, np.nan)
     samples: list = []
@@ -221,26 +232,25 @@ def simulate(asker, facts: LayoutFacts, dep: Deployment, requests: int = 10000, 
         where = _split(t, requests, dep.dp, rng)
         for k in range(dep.dp):
             ids = np.flatnonzero(where == k)
-            _instance(steps, arr[ids].tolist(), ids.tolist(), n_fit, t.osl, first, finish, True,
+            _instance(steps, arr[ids].tolist(), ids.tolist(), n_fit, isl, osl, first, finish, True,
                       samples if k == 0 else None, skip)
     else:
         where = _split(t, requests, dep.dp_prefill, rng)
         ready = np.empty(requests)
-        t_p = sum(steps.chunks)
+        t_p = {i: sum(c) for i, c in steps.chunks.items()}
         for k in range(dep.dp_prefill):                  # FIFO prefill servers (Lindley)
             free = 0.0
             for rid in np.flatnonzero(where == k).tolist():
-                free = max(free, arr[rid]) + t_p
-                ready[rid] = free + steps.kv
-        first[:] = ready
+                free = max(free, arr[rid]) + t_p[isl[rid]]
+                ready[rid] = free + steps.kv[isl[rid]]
         order = np.argsort(ready, kind="stable")
         to = _split(t, requests, dep.dp, rng)[order]
         for k in range(dep.dp):
             ids = order[to == k]
-            _instance(steps, ready[ids].tolist(), ids.tolist(), n_fit, t.osl, first, finish, False,
+            _instance(steps, ready[ids].tolist(), ids.tolist(), n_fit, isl, osl, first, finish, False,
                       samples if k == 0 else None, skip)
         first[:] = ready
     ttft = first - arr
-    tpot = (finish - first) / (t.osl - 1)
+    tpot = (finish - first) / (np.asarray(osl) - 1)
     duration = float(np.nanmax(finish) - arr[0])
-    return Simulation(dep, requests, arr, ttft, tpot, duration, requests * t.osl, samples[:: max(1, len(samples) // 5000)])
+    return Simulation(dep, requests, arr, ttft, tpot, duration, int(sum(osl)), samples[:: max(1, len(samples) // 5000)])

@@ -12,8 +12,11 @@ from .cli_spec import SPEC
 
 _TRAFFIC = [
     click.option("--rate", required=True, help="Requests per second (exact: 20, 2.5, 1/3)."),
-    click.option("--isl", type=int, required=True, help="Prompt tokens per request (input sequence length)."),
-    click.option("--osl", type=int, required=True, help="Output tokens per request (≥ 2)."),
+    click.option("--isl", type=int, default=None, help="Prompt tokens per request (input sequence length)."),
+    click.option("--osl", type=int, default=None, help="Output tokens per request (≥ 2)."),
+    click.option("--mix", default=None,
+                 help="A weighted list of request classes instead of --isl/--osl: ISL:OSL:WEIGHT,... "
+                      "(e.g. 2000:300:3,8000:500:1)."),
     click.option("--arrivals", type=click.Choice(["poisson", "fixed"]), default="poisson", show_default=True),
     click.option("--max-num-batched-tokens", "chunk", type=int, default=8192, show_default=True,
                  help="Prefill tokens per step (the chunk budget, as vLLM's flag)."),
@@ -64,7 +67,7 @@ def _pairs(items, what):
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv", "md"]), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
 @click.option("--quiet", is_flag=True, help="No progress on standard error.")
-def plan_command(spec, rate, isl, osl, arrivals, chunk, fixed, extrapolate, ttft, tpot, percentile, max_loop_gain,
+def plan_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate, ttft, tpot, percentile, max_loop_gain,
                  sim_requests, devices, max_gpus, prices, formats, mode, fmt, output, quiet):
     """The cheapest deployments that serve a traffic within its latency targets.
 
@@ -84,7 +87,7 @@ def plan_command(spec, rate, isl, osl, arrivals, chunk, fixed, extrapolate, ttft
     found = run_plan(spec, rate, isl, osl, ttft, tpot, tuple(d.strip() for d in devices.split(",") if d.strip()),
                      max_gpus, formats.split(",") if formats else None, _pairs(fixed, "--with"), mode,
                      _pairs(prices, "--price"), arrivals, chunk, extrapolate, quiet=quiet, percentile=percentile,
-                     sim_requests=sim_requests, max_loop_gain=max_loop_gain)
+                     sim_requests=sim_requests, max_loop_gain=max_loop_gain, mix=mix)
     text = {"text": report.to_text, "json": report.to_json, "csv": report.to_csv, "md": report.to_md}[fmt](found)
     if fmt == "json":
         text += "\n"
@@ -117,7 +120,7 @@ def plan_command(spec, rate, isl, osl, arrivals, chunk, fixed, extrapolate, ttft
 @click.option("--plot", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the queue and running batch over time (first instance) as an image.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def simulate_command(spec, rate, isl, osl, arrivals, chunk, fixed, extrapolate, device, tp, pp, ep, dp,
+def simulate_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate, device, tp, pp, ep, dp,
                      dp_prefill, mode, wfmt, requests, seed, scale, plot, fmt):
     """Serve REQUESTS requests on one deployment, event by event, with the planner's engine rules.
 
@@ -128,7 +131,7 @@ def simulate_command(spec, rate, isl, osl, arrivals, chunk, fixed, extrapolate, 
     from .plan.run import simulate as run_simulate
 
     sim = run_simulate(spec, rate, isl, osl, device, tp, pp, ep, dp, dp_prefill, wfmt, _pairs(fixed, "--with"),
-                       mode, requests, seed, float(scale), arrivals, chunk, extrapolate)
+                       mode, requests, seed, float(scale), arrivals, chunk, extrapolate, mix=mix)
     summary = sim.summary()
     planned = sim.planned
     summary["planned"] = {k: float(planned.figures[k].value) for k in ("ttft", "tpot", "throughput")

@@ -224,3 +224,47 @@ def test_an_expression_beyond_specc_input_limits_says_so():
     prefill = data["chosen"]["figures"]["prefill_time"]
     if prefill["query"] is not None:
         assert Fraction(model.eval(prefill["query"]).value) == Fraction(prefill["exact"])
+
+
+# ------------------------------------------------------------------ a weighted list of request classes
+_MIXES = [
+    ("llama2_70b", Layout("h200", tp=8), "1000:200:3,3000:500:1", 5, "aggregated"),
+    ("llama2_70b", Layout("h200", tp=8), "1000:200:3,3000:500:1", 5, "disaggregated"),
+    ("qwen3_8b", Layout("h100_sxm", tp=2), "200:100:1,2000:300:1,6000:200:1", 6, "aggregated"),
+    ("qwen3_8b", Layout("h100_sxm", tp=2), "200:100:1,2000:300:1,6000:200:1", 6, "disaggregated"),
+    ("mixtral_8x7b", Layout("h200", tp=4), "500:500:1,4000:100:1", 8, "aggregated"),
+]
+
+
+@pytest.mark.parametrize("name, lay, mix, rate, mode", _MIXES)
+def test_a_request_mix_matches_the_simulation(name, lay, mix, rate, mode):
+    from specc.plan.run import parse_mix
+
+    asker = Asker(SPECS / f"{name}.yaml")
+    classes = parse_mix(mix)
+    isl, osl = max((i, g) for _, i, g in classes)
+    traffic = serving.Traffic(Fraction(rate), isl, osl, "poisson", classes)
+    facts = serving.LayoutFacts(asker, lay, traffic, serving.EngineRules())
+    dep = serving.Deployment(lay, mode, 1, 1 if mode == "disaggregated" else 0)
+    ev = serving.evaluate(facts, dep, serving.Targets())
+    assert ev.feasible
+    sim = simulate(asker, facts, dep, requests=4000, seed=3)
+    assert abs(sim.throughput / float(ev.figures["throughput"].value) - 1) <= 0.05
+    for what in ("ttft", "tpot"):
+        assert abs(sim.mean(what) / float(ev.figures[what].value) - 1) <= 0.15, what
+
+
+def test_a_request_mix_plan_and_its_queries():
+    found = run_plan(SPECS / "qwen3_8b.yaml", 6, None, None, mix="200:100:1,2000:300:1,6000:200:2", tpot="30 ms",
+                     ttft="2 s", devices=("h100_sxm",), max_gpus=4)
+    data = json.loads(report.to_json(found))
+    assert [c["share"] for c in data["traffic"]["mix"]] == ["1/4", "1/4", "1/2"]
+    model = specc.load(str(SPECS / "qwen3_8b.yaml"))
+    for name, fig in data["chosen"]["figures"].items():
+        if fig["query"] is None:      # three classes' E[s²] in TTFT's formula: beyond eval's input limits
+            assert name == "ttft" and fig["expression"].count("ttft(P=6000") >= 3
+            continue
+        assert Fraction(model.eval(fig["query"]).value) == Fraction(fig["exact"])
+    assert "--max-model-len 6200" in data["chosen"]["engines"]["vllm"][0]
+    with pytest.raises(specc.Error, match="request class"):
+        run_plan(SPECS / "qwen3_8b.yaml", 6, None, None, mix="200:1:1", tpot="30 ms")
