@@ -14,13 +14,19 @@ instance are independent and each gets 1/dp of the traffic):
   weight_bytes(tp=, pp=, ep=, <format>, per_device=true)    the memory plan
   state_bytes(H=, B=, tp=, pp=, ep=, <format>, per_device=true)
   device_memory(device=)
+  params(group=routed_experts)                             whether ep is searched
   device_link(device=, link=host)                          the KV transfer link of the
                                                            disaggregated mode
 
 When the deployment model changes (ep folded inside tp·dp, per-direction
 links, max_num_batched_tokens=, a fit check on time queries) or new format
 arguments arrive (weights=, kv=, compute=), only this module changes: a
-format is already a plain tuple of (argument, value) pairs, passed through.
+format is already a plain tuple of (argument, value) pairs, passed through;
+`Layout.gpus` says how many devices one instance holds (tp·pp·ep today; tp·pp
+once ep lives inside tp·dp); `Layout.degrees` writes the degrees each query
+takes; `Queries.kv_link` names the link KV crosses; a time query that refuses a
+layout (a fit check) makes the layout no candidate (the search skips what the
+engine refuses).
 
 Two lanes answer the same texts:
   * `Asker.exact(text)`: the exact value `specc eval` prints (int or Fraction),
@@ -101,6 +107,10 @@ class Queries:
 
     def state_bytes(self, lay: Layout, H, B) -> str:
         return f"state_bytes({_join(f'H={H}, B={B}', lay.degrees(), lay.format_args(), 'per_device=true', self.extra)})"
+
+    def routed_params(self) -> str:
+        """Whether the spec has routed experts (ep is searched only then)."""
+        return "params(group=routed_experts)"
 
     def device_memory(self, lay: Layout) -> str:
         return f"device_memory(device={lay.device})"

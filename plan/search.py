@@ -57,7 +57,7 @@ class Plan:
 
 
 def layouts(asker: Asker, space: Space) -> list:
-    moe = asker.try_exact("params(group=routed_experts)")
+    moe = asker.try_exact(asker.q.routed_params())
     eps = space.ep if moe else (1,)
     out = []
     for device in space.devices:
@@ -65,8 +65,9 @@ def layouts(asker: Asker, space: Space) -> list:
             for tp in space.tp:
                 for pp in space.pp:
                     for ep in eps:
-                        if tp * pp * ep <= space.max_gpus:
-                            out.append(Layout(device, tp, pp, ep, tuple(fmt)))
+                        lay = Layout(device, tp, pp, ep, tuple(fmt))
+                        if lay.gpus <= space.max_gpus:      # the adapter says what one instance holds
+                            out.append(lay)
     return out
 
 
