@@ -258,6 +258,23 @@ class Model:
                             expected=f"e.g. {name}=range(1, 1001) or {name}=[1, 2, 4]")
         return sweeping.sweep(self.path, query, dict(over), fast=fast)
 
+    def plan(self, rate, isl=None, osl=None, **options):
+        """The cheapest deployments serving `rate` requests/s of `isl`-token prompts and
+        `osl`-token answers within ttft=/tpot= ('50 ms'): a plan (plan/search.py) with
+        .chosen, .front, .best_per_device, .closest; options as `specc plan`'s
+        (devices=, max_gpus=, formats=, mode=, prices=, arrivals=, chunk=, ...);
+        mix="2000:300:3,8000:500:1" (or [(isl, osl, weight), ...]) instead of isl/osl."""
+        from .plan.run import plan
+
+        return plan(self.path, rate, isl, osl, **options)
+
+    def simulate(self, rate, isl=None, osl=None, device=None, **options):
+        """A discrete-event run of one deployment (plan/simulate.py): .mean('ttft'),
+        .percentile('tpot', 99), .throughput, .summary(), .plot(path)."""
+        from .plan.run import simulate
+
+        return simulate(self.path, rate, isl, osl, device, **options)
+
     # ------------------------------------------------------------ claims
     def claims(self, extra_files=()) -> list[Claim]:
         """The claims of the spec (its claims:, its claims_files and extra files), not evaluated."""

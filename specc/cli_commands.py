@@ -181,4 +181,4 @@ def check(specs, allow_dead_ends, strict):
 # cli_render (graph, table, report, plot), cli_hf (import-hf, crosscheck),
 # cli_coverage (coverage of the claim catalogs), cli_blocks (the block library reference),
 # cli_site (the static explorer).
-from . import cli_blocks, cli_coverage, cli_hf, cli_render, cli_site, cli_sweep  # noqa: E402,F401
+from . import cli_blocks, cli_coverage, cli_hf, cli_plan, cli_render, cli_site, cli_sweep  # noqa: E402,F401

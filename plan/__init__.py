@@ -1,0 +1,1 @@
+"""specc plan and specc simulate: deployments that serve a traffic within its latency targets."""

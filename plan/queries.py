@@ -1,0 +1,234 @@
+"""The one place the planner asks the engine: every query it uses, with the
+arguments it passes, is written here.
+
+A deployment is a `Layout` (device, tp, pp, ep and a format, i.e. the extra
+query arguments that pick a storage scheme) replicated dp times. The planner
+asks only per-instance questions (dp is never passed: the dp replicas of an
+instance are independent and each gets 1/dp of the traffic):
+
+  call_time(B=, S=, P=, device=, tp=, pp=, ep=, <format>)   one call: a decode step
+                                                           (P = 1) or a prefill chunk,
+                                                           written tpot(H=, B=, ...) and
+                                                           ttft(P=, ...) where those equal it
+  b_max(device=, H=, workspace=, tp=, pp=, ep=, <format>)    requests that fit at H
+  weight_bytes(tp=, pp=, ep=, <format>, per_device=true)    the memory plan
+  state_bytes(H=, B=, tp=, pp=, ep=, <format>, per_device=true)
+  device_memory(device=)
+  params(group=routed_experts)                             whether ep is searched
+  device_link(device=, link=host)                          the KV transfer link of the
+                                                           disaggregated mode
+
+When the deployment model changes (ep folded inside tp·dp, per-direction
+links, max_num_batched_tokens=, a fit check on time queries) or new format
+arguments arrive (weights=, kv=, compute=), only this module changes: a
+format is already a plain tuple of (argument, value) pairs, passed through;
+`Layout.gpus` says how many devices one instance holds (tp·pp·ep today; tp·pp
+once ep lives inside tp·dp); `Layout.degrees` writes the degrees each query
+takes; `Queries.kv_link` names the link KV crosses; a time query that refuses a
+layout (a fit check) makes the layout no candidate (the search skips what the
+engine refuses).
+
+Two lanes answer the same texts:
+  * `Asker.exact(text)`: the exact value `specc eval` prints (int or Fraction),
+    through the compiled fast lane (compiler/compile_queries.py);
+  * `Asker.call_time_grid(layout)`: the closed form of call_time in B, S, P,
+    printed for numpy (codegen's vector target) and run in float64 here. Only
+    the search uses it; every reported figure is recomputed exactly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..dsl.errors import SpecError
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One model instance: tp·pp·ep devices of one kind, one format."""
+
+    device: str
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    fmt: tuple = ()          # ((argument, value), ...), e.g. (("format", "int8"),)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.ep
+
+    def degrees(self) -> str:
+        parts = [f"{k}={v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)) if v != 1]
+        return ", ".join(parts)
+
+    def format_args(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.fmt)
+
+    def format_name(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.fmt) or "default"
+
+
+def _join(*parts) -> str:
+    return ", ".join(p for p in parts if p)
+
+
+class Queries:
+    """The query texts (one method per query the planner uses). `extra` is appended
+    to every scenario query (extrapolate=true when the user allows contexts beyond
+    the spec's max_context)."""
+
+    def __init__(self, extra: str = ""):
+        self.extra = extra
+
+    def call_time(self, lay: Layout, B, S, P) -> str:
+        return f"call_time({_join(f'B={B}, S={S}, P={P}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+
+    def decode_step(self, lay: Layout, B, H) -> str:
+        """One decode step of B requests at context H: tpot(H, B) = call_time(B, S=H, P=1),
+        the shorter text (expressions that repeat it stay within specc's input limits)."""
+        return f"tpot({_join(f'H={H}, B={B}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+
+    def prefill_chunk(self, lay: Layout, S, P) -> str:
+        """One request's prefill chunk of P tokens after S: ttft(P) = call_time(B=1, S=0, P)
+        for the first chunk, call_time(B=1, S, P) for the others."""
+        if S == 0:
+            return f"ttft({_join(f'P={P}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+        return self.call_time(lay, 1, S, P)
+
+    def call_time_template(self, lay: Layout) -> str:
+        """The same query with B, S, P left as parameters (a sweep template)."""
+        return self.call_time(lay, "B", "S", "P")
+
+    def b_max(self, lay: Layout, H, workspace: int) -> str:
+        return f"b_max({_join(f'device={lay.device}', f'H={H}', f'workspace={workspace} B', lay.degrees(), lay.format_args(), self.extra)})"
+
+    def weight_bytes(self, lay: Layout) -> str:
+        return f"weight_bytes({_join(lay.degrees(), lay.format_args(), 'per_device=true')})"
+
+    def state_bytes(self, lay: Layout, H, B) -> str:
+        return f"state_bytes({_join(f'H={H}, B={B}', lay.degrees(), lay.format_args(), 'per_device=true', self.extra)})"
+
+    def routed_params(self) -> str:
+        """Whether the spec has routed experts (ep is searched only then)."""
+        return "params(group=routed_experts)"
+
+    def device_memory(self, lay: Layout) -> str:
+        return f"device_memory(device={lay.device})"
+
+    def kv_link(self, lay: Layout) -> str:
+        """The link a disaggregated deployment's KV crosses (per device, all devices
+        of the instance sending their share at once): the device's host link, the
+        scale-out path until device files declare a network link."""
+        return f"device_link(device={lay.device}, link=host)"
+
+
+# ------------------------------------------------------------------ answering
+def _float_namespace():
+    import numpy as np
+
+    def q(n, d):
+        return np.true_divide(n, d)
+
+    def rat(p, r):
+        return p / r
+
+    return {"_where": np.where, "_min": np.minimum, "_max": np.maximum, "_and": np.logical_and,
+            "_or": np.logical_or, "_not": np.logical_not, "_abs": np.abs, "_q": q, "_rat": rat,
+            "_n": lambda x: x, "np": np}
+
+
+_BASE: dict = {}
+_FLOAT_FUNCTIONS: dict = {}
+
+
+def float_function(source: str, name: str = "q"):
+    """A printed closed form (codegen's vector target) run on float64 arrays
+    (made once per source per process)."""
+    fn = _FLOAT_FUNCTIONS.get((source, name))
+    if fn is None:
+        if not _BASE:
+            from ..compiler.codegen_prelude import PYTHON_PRELUDE, VECTOR_PRELUDE
+
+            exec(PYTHON_PRELUDE + VECTOR_PRELUDE, _BASE)  # noqa: S102 - the project's own support code
+            _BASE.update(_float_namespace())
+        ns = dict(_BASE)
+        exec(source, ns)  # noqa: S102 - printed by codegen from the engine's own closed forms
+        fn = _FLOAT_FUNCTIONS[(source, name)] = ns[name]
+    return fn
+
+
+class Asker:
+    """Answers the planner's queries for one spec, exactly or as float grids."""
+
+    def __init__(self, spec_path, queries: Queries | None = None):
+        from ..compiler.queries import QueryEngine
+        from ..compiler.spec import load_spec
+
+        self.spec_path = str(spec_path)
+        self.spec = load_spec(self.spec_path)
+        self.engine = QueryEngine.shared(self.spec)
+        self.q = queries or Queries()
+        self._exact: dict = {}
+        self._grids: dict = {}
+        self._store = None
+
+    def store(self):
+        """The spec's compiled store, validated once per Asker (a plan is one moment)."""
+        if self._store is None:
+            from ..compiler import compiled
+
+            self._store = compiled.load(self.spec_path)
+        return self._store
+
+    def exact(self, text: str):
+        """The exact answer (int or Fraction) `specc eval` gives for `text`; a
+        SpecError when the engine refuses it (a layout the spec cannot split)."""
+        found = self._exact.get(text)
+        if found is None:
+            from ..compiler import compile_queries, compiled
+
+            store = self.store()
+            answer = compiled.lookup(self.spec_path, text, store=store) if store is not None else None
+            if answer is None:
+                answer = compile_queries.answer(self.engine, text, eager=True)
+            value = answer.value
+            found = self._exact[text] = Fraction(value) if not isinstance(value, int) else value
+        return found
+
+    def try_exact(self, text: str):
+        try:
+            return self.exact(text)
+        except SpecError:
+            return None
+
+    def call_time_grid(self, lay: Layout):
+        """call_time of the layout as a float function f(B, P, S) of numpy arrays, or
+        None when the spec cannot be split this way (the engine's error is kept)."""
+        key = self.q.call_time_template(lay)
+        if key in self._grids:
+            return self._grids[key]
+        from ..compiler import compile_queries, compiled
+
+        fn = None
+        store = self.store()
+        template = store.templates.get(key) if store is not None else None
+        if template is None or template.vector is None:
+            try:
+                template = compile_queries.grid_template(self.engine, key, ["B", "P", "S"])
+            except SpecError:
+                template = None
+        if template is not None and template.vector is not None:
+            order = template.args                  # sorted names: ('B', 'P', 'S')
+            raw = float_function(template.vector[0])
+
+            def fn(B, S, P, _raw=raw, _order=order):
+                given = {"B": B, "S": S, "P": P}
+                return _raw(*[given[a] for a in _order])
+        self._grids[key] = fn
+        return fn
+
+    def flush(self) -> None:
+        """Write the compiled templates this process made (the next plan is warm)."""
+        from ..compiler import compile_queries
+
+        compile_queries.flush()
