@@ -102,19 +102,10 @@ class Store(_Record):
 
 
 # ------------------------------------------------------------------ the engine's identity
-_ENGINE_HASH: str | None = None
-
-
 def engine_hash() -> str:
-    """A hash of every source file whose code decides an answer or a verdict."""
-    global _ENGINE_HASH
-    if _ENGINE_HASH is None:
-        digest = hashlib.sha256(str(FORMAT).encode())
-        for folder in ("compiler", "dsl", "verify"):
-            for path in sorted((_ROOT / folder).glob("*.py")) + sorted((_ROOT / folder).glob("*.lark")):
-                digest.update(path.name.encode() + b"\0" + path.read_bytes())
-        _ENGINE_HASH = digest.hexdigest()
-    return _ENGINE_HASH
+    """A hash of every source file whose code decides an answer or a verdict: the one
+    engine fingerprint every cache uses (dsl/disk_cache)."""
+    return disk_cache.engine_fingerprint()
 
 
 def file_hash(path) -> str | None:
@@ -228,7 +219,7 @@ def _store_path(spec_path) -> Path | None:
     if folder is None:
         return None
     key = hashlib.sha256(str(Path(spec_path).resolve()).encode()).hexdigest()[:24]
-    return folder / f"{key}.pickle"
+    return folder / f"{key}.json"
 
 
 def _valid(store) -> bool:

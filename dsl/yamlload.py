@@ -233,17 +233,15 @@ def load_yaml_file(path: str | Path):
 
 
 def _load_cached(text: str, path: str):
-    """Converted trees are cached under a hash of the text, its path and the code
-    that builds them (see disk_cache); errors are never cached."""
+    """Converted trees are cached under a hash of the text and its path, in a folder
+    named by the engine's fingerprint (see disk_cache); errors are never cached."""
     folder = disk_cache.cache_dir("yaml")
     if folder is None:
         return load_yaml_text(text, path)
-    here = Path(__file__)
-    digest = hashlib.sha256(here.read_bytes() + here.with_name("errors.py").read_bytes()
-                            + path.encode() + b"\0" + text.encode()).hexdigest()[:32]
-    cached = folder / f"{digest}.pickle"
+    digest = hashlib.sha256(path.encode() + b"\0" + text.encode()).hexdigest()[:32]
+    cached = folder / f"{digest}.json"
     tree = disk_cache.load(cached)
-    if tree is None:
+    if not isinstance(tree, (Map, Seq, Text)):       # missing, or not the shape this code writes
         tree = load_yaml_text(text, path)
         disk_cache.store(cached, tree)
     return tree
