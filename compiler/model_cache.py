@@ -21,7 +21,9 @@ from .spec import Spec
 def _key(spec: Spec, choices: dict, overrides: dict | None = None) -> str:
     digest = hashlib.sha256()
     for source in spec.sources or [spec.path]:
-        digest.update(str(source).encode() + b"\0" + Path(source).read_bytes())
+        # the bytes this Spec was parsed from, not the file as it is now (it may have been edited)
+        parsed = spec.source_hashes.get(str(source)) if spec.source_hashes else None
+        digest.update(str(source).encode() + b"\0" + (parsed.encode() if parsed else Path(source).read_bytes()))
     digest.update(repr(sorted(choices.items())).encode())
     if overrides:
         digest.update(repr(sorted(overrides.items())).encode())

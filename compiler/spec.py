@@ -155,6 +155,9 @@ class Spec:
     claims_files: list = field(default_factory=list)
     raw: Map | None = None
     sources: list = field(default_factory=list)      # the spec file and every library it imports
+    # SHA-256 of each source's bytes as parsed into this Spec (caches key answers by these,
+    # never by a later read: a file edited while specc runs would lend its new hash)
+    source_hashes: dict = field(default_factory=dict)
 
     @property
     def default_format(self) -> str:
@@ -444,6 +447,9 @@ def load_spec(path: str | Path) -> Spec:
                 sets, options, formats, stores, blocks, elementwise, stack,
                 list(seq(raw["claims"], "claims")) if "claims" in raw else [], claims_files, raw,
                 sorted(str(p) for p in loaded))
+    from ..dsl.yamlload import READ_HASHES
+
+    spec.source_hashes = {p: READ_HASHES.get(p) for p in spec.sources}
     if not spec.formats:
         spec.formats["default"] = FormatDef("default", {"default": parse_expr("2", "<builtin>")}, True, "", raw.loc)
     return spec
