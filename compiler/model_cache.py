@@ -30,19 +30,20 @@ def _key(spec: Spec, choices: dict, overrides: dict | None = None) -> str:
     return digest.hexdigest()[:32]
 
 
-def compile_cached(spec: Spec, overrides: dict | None = None, **choices) -> Model:
+def compile_cached(spec: Spec, overrides: dict | None = None, choices: dict | None = None) -> Model:
+    choices = dict(choices or {})
     folder = disk_cache.cache_dir("models")
     if folder is None:
-        return compile_spec(spec, overrides, **choices)
+        return compile_spec(spec, overrides, choices)
     try:
         path = folder / f"{_key(spec, choices, overrides)}.json"
     except OSError:
-        return compile_spec(spec, overrides, **choices)
+        return compile_spec(spec, overrides, choices)
     model = disk_cache.load(path)
     if isinstance(model, Model):
         model.spec = spec
         return model
-    model = compile_spec(spec, overrides, **choices)   # errors propagate and are never cached
+    model = compile_spec(spec, overrides, choices)   # errors propagate and are never cached
     # the graph is derived from the ops and the spec is loaded anyway: store neither
     disk_cache.store(path, dataclasses.replace(model, graph_=None, spec=None))
     return model

@@ -91,7 +91,7 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
     def model(self, choices: dict, overrides: dict | None = None) -> Model:
         key = (tuple(sorted(choices.items())), tuple(sorted((overrides or {}).items())))
         if key not in self._models:
-            self._models[key] = compile_cached(self.spec, overrides or None, **choices)
+            self._models[key] = compile_cached(self.spec, overrides or None, choices)
         return self._models[key]
 
     def _ops(self, model: Model, filters: dict, loc):
