@@ -19,6 +19,7 @@ null stand for themselves):
   ["M", loc, key_locs, k, v, ...] YAML mapping    ["S", loc, ...] YAML sequence
   ["o", "module:Class", name, value, ...] a record of this package
   ["y", "module:Class", args, kwargs] a sympy expression
+  ["I", range, ...] a layer set (compiler/layerset.py), kept as ranges
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ def _encode(value):
         # sorted by encoding, so equal sets give equal entries
         items = sorted((_encode(v) for v in value), key=lambda e: json.dumps(e, sort_keys=True))
         return ["s" if cls is set else "f", *items]
+    if cls.__name__ == "LayerIndices" and cls.__module__ == "specc.compiler.layerset":
+        return ["I", *(_encode(r) for r in value.ranges)]     # ranges, never the indices
     if cls.__module__.startswith("sympy.") or _is_sympy(value):
         return _encode_sympy(value)
     if cls.__module__.startswith("specc.") and _is_record(cls):
@@ -214,6 +217,13 @@ def _decode(data):
         return frozenset(_decode(v) for v in rest)
     if tag == "o":
         return _decode_record(rest)
+    if tag == "I":
+        from ..compiler.layerset import LayerIndices
+
+        ranges = [_decode(r) for r in rest]
+        if not all(type(r) is range for r in ranges):
+            raise CacheFormatError("a malformed layer set")
+        return LayerIndices(ranges)
     if tag == "y":
         return _decode_sympy(rest)
     raise CacheFormatError(f"unknown tag {tag!r}")
