@@ -200,9 +200,15 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
     from ..dsl.yamlload import load_yaml_file
 
     devices = []
+    from ..dsl.errors import Loc
+    from .output_tree import safe_stem
+
     for path in sorted(hardware_dir.glob("*.yaml")):
         raw = load_yaml_file(path)
-        row = {"name": path.stem, "display_name": str(raw.get("display_name", path.stem)),
+        if not isinstance(raw, dict):
+            raise SpecError("a device file is a mapping of facts", Loc(str(path), 1, 1),
+                            expected="name:, memory:, bandwidth:, flops: ... (see specs/hardware/)")
+        row = {"name": safe_stem(path), "display_name": str(raw.get("display_name", path.stem)),
                "source": str(raw.get("source", ""))}
         for field, query in (("memory", "device_memory"), ("flops", "device_flops"),
                              ("bandwidth", "device_bandwidth"), ("link", "device_link")):
@@ -213,6 +219,20 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
         row["memory_text"] = str(raw.get("memory", ""))
         devices.append(row)
     return devices
+
+
+def _public_path(path) -> str:
+    """A path as the published site shows it: relative to the folder specc ran in, or
+    the file's name alone (never the build machine's absolute paths)."""
+    import os
+
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    try:
+        return Path(text).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return Path(text).name
 
 
 class _Exported:
@@ -439,8 +459,10 @@ def _export_base(path, spec, engine, all_variants, grid, out: _Exported) -> dict
                     deployed[slot] = None
                     out.why(f"{default}#{slot}", exc)
     claims = json.loads(as_json(verify_spec(spec)))
+    for claim in claims["claims"]:
+        claim["spec"] = _public_path(claim["spec"])
     return {
-        "name": Path(path).stem, "model": spec.model, "path": str(path),
+        "name": Path(path).stem, "model": spec.model, "path": _public_path(path),
         "max_context": None if model.max_context is None else int(model.max_context),
         "options": [{"name": n, "default": o.default, "choices": list(o.choices), "doc": o.doc or ""}
                     for n, o in spec.options.items()],
