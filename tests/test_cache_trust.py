@@ -239,3 +239,18 @@ def test_the_codec_never_hands_sympy_a_string_to_parse():
     x = sp.Symbol("x", positive=True, integer=True)
     for expr in (sp.Min(x, 3), sp.Max(x, sp.Rational(1, 3)), sp.floor(x / 7) + 2 ** x, sp.Piecewise((x, x > 3), (1, True))):
         assert cache_codec.loads(cache_codec.dumps(expr)) == expr
+
+
+def test_four_parallel_first_runs_share_one_key_and_agree(tmp_path, truth):
+    cache = tmp_path / "cache"
+    env = dict(os.environ, SPECC_CACHE_DIR=str(cache))
+    cmd = [sys.executable, "-c", "import sys; from specc.cli import main; sys.argv[0] = 'specc'; main()",
+           "eval", SPEC, QUERY]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert all(out == truth for out, _ in outs)
+    assert not any("warning" in err for _, err in outs)
+    assert (cache / "key").stat().st_size == 32 and not list(cache.glob(".key*"))
+    assert _run(["eval", SPEC, QUERY], {"SPECC_CACHE_DIR": str(cache)}).stdout == truth
