@@ -221,24 +221,42 @@ def test_the_key_and_entries_are_private(tmp_path, truth):
     assert suffixes == {disk_cache.engine_fingerprint()[:16]}
 
 
+def _entry(classes, exprs, value) -> bytes:
+    import json
+
+    return json.dumps([cache_codec.FORMAT, classes, exprs, value]).encode()
+
+
 def test_the_codec_refuses_what_it_may_not_build():
-    for bad in (b'["o", "os:system", "x", 1]', b'["y", "builtins:eval", [], ["d"]]',
-                b'["o", "specc.dsl.disk_cache:_warn"]', b'["y", "sympy:sympify", [], ["d"]]',
-                b'["o", "specc.compiler.compiled:Store", "__class__", 1]', b'[]', b'{"a": 1}',
-                b'["F", 1, 0]', b'["r", 0, 10, 0]', b'["zz"]', b"\xff"):
+    bad = [
+        _entry(["os:system"], [], ["o", 0, "echo hi"]),                       # not this package
+        _entry(["builtins:eval"], [[0, ["1"], {}]], ["e", 0]),                 # not sympy, not ours
+        _entry(["sympy:sympify"], [[0, ["1"], {}]], ["e", 0]),                 # a function, not a class
+        _entry(["sympy:sin"], [[0, ["__import__('os').getpid()"], {}]], ["e", 0]),   # a string sympy would run
+        _entry(["sympy:Symbol"], [[0, ["x"], {"positive": "yes"}]], ["e", 0]),  # keywords are flags
+        _entry(["specc.dsl.disk_cache:_warn"], [], ["o", 0]),                  # private, and a function
+        _entry(["specc.compiler.compiled:Store"], [], ["O", 0, "__class__", 1]),
+        _entry(["specc.compiler.compiled:Store"], [], ["o", 0, 1]),             # fields missing
+        _entry([], [], ["e", 3]), _entry([], [], ["o", 7]), _entry([], [], []),
+        _entry([], [], ["F", 1, 0]), _entry([], [], ["r", 0, 10, 0]), _entry([], [], ["zz"]),
+        b'[]', b'{"a": 1}', b"\xff", b'["specc-codec 1", [], [], 1]',
+    ]
+    for data in bad:
         with pytest.raises(cache_codec.CacheFormatError):
-            cache_codec.loads(bad)
+            cache_codec.loads(data)
 
 
 def test_the_codec_never_hands_sympy_a_string_to_parse():
-    code = b'["y", "sympy:sin", ["__import__(\'os\').getpid()"], ["d"]]'
-    with pytest.raises(cache_codec.CacheFormatError):
-        cache_codec.loads(code)
     import sympy as sp
 
     x = sp.Symbol("x", positive=True, integer=True)
-    for expr in (sp.Min(x, 3), sp.Max(x, sp.Rational(1, 3)), sp.floor(x / 7) + 2 ** x, sp.Piecewise((x, x > 3), (1, True))):
+    for expr in (sp.Min(x, 3), sp.Max(x, sp.Rational(1, 3)), sp.floor(x / 7) + 2 ** x,
+                 sp.Piecewise((x, x > 3), (1, True))):
         assert cache_codec.loads(cache_codec.dumps(expr)) == expr
+    shared = sp.floor(x / 7) + 2 ** x
+    entry = cache_codec.dumps([shared * 3, shared + 1, {shared: shared}])
+    assert entry.count(b'"sympy.core.power:Pow"') == 1      # each class named once
+    assert cache_codec.loads(entry) == [shared * 3, shared + 1, {shared: shared}]
 
 
 def test_four_parallel_first_runs_share_one_key_and_agree(tmp_path, truth):
