@@ -70,7 +70,7 @@ def _default_root() -> Path:
     # no HOME and no passwd entry (a bare container): a per-user folder in the temp dir
     import tempfile
 
-    return Path(tempfile.gettempdir()) / f"specc-{os.getuid()}"
+    return Path(tempfile.gettempdir()) / f"specc-{_uid() if _uid() is not None else 'user'}"
 
 
 def root() -> Path | None:
@@ -90,10 +90,16 @@ def _warn(folder, why: str) -> None:
           "caching off)", file=sys.stderr)
 
 
+def _uid() -> int | None:
+    return os.getuid() if hasattr(os, "getuid") else None      # None: no POSIX owners (Windows)
+
+
 def _owned_private(st) -> str | None:
     """Why a folder or file with this stat must not be trusted, or None."""
-    if st.st_uid != os.getuid():
-        return f"it is owned by user id {st.st_uid}, not by you ({os.getuid()})"
+    if _uid() is None:
+        return None
+    if st.st_uid != _uid():
+        return f"it is owned by user id {st.st_uid}, not by you ({_uid()})"
     if st.st_mode & 0o022:
         return f"others can write it (mode {stat.S_IMODE(st.st_mode):04o})"
     return None
