@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..dsl import ast
-from ..dsl.errors import Loc, SpecError, did_you_mean
+from ..dsl.errors import Loc, SpecError, did_you_mean, printable
 from ..dsl.parser import parse_expr, parse_layer_set, parse_stmt
 from ..dsl.search_path import relative_file
 from ..dsl.yamlload import Map, Seq, Text, load_yaml_file
@@ -334,6 +334,10 @@ def _check_option_name(key: str, loc) -> None:
     API: a name that is also a query argument or a page control would capture it
     (`weight_bytes(format=fp8)` choosing the option, not the format)."""
     from .queries import _QUERY_ARGS   # not at the top: queries imports this module
+
+    if not key.isidentifier() or not key.isascii():
+        raise SpecError(f"option name {printable(repr(key))} is not a name a query can write", loc,
+                        span=max(1, len(key)), expected="letters, digits and '_', not starting with a digit")
 
     for what, names in (("a query argument", _QUERY_ARGS), ("a control of the explorer page", PAGE_CONTROLS),
                         ("a keyword of the Python API", API_KEYWORDS)):
