@@ -533,9 +533,11 @@ def _shard_of(stmt, cost, values):
                     expected="units=<the number of pieces the split dimension has>")
 
 
-def compile_spec(spec: Spec, overrides: dict | None = None, **choices) -> Model:
-    """Compile with the given option choices (others take their defaults) and,
-    for what-if variants, some dimensions overridden ({name: value})."""
+def compile_spec(spec: Spec, overrides: dict | None = None, choices: dict | None = None) -> Model:
+    """Compile with the given option choices ({option: choice}; others take their
+    defaults) and, for what-if variants, some dimensions overridden ({name: value}).
+    Choices are data, never keyword arguments: an option may have any name."""
+    choices = dict(choices or {})
     selected = {}
     for opt_name, option in spec.options.items():
         selected[opt_name] = choices.pop(opt_name, option.default)

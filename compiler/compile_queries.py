@@ -63,16 +63,33 @@ def _exact(value):
     return int(value) if value.is_Integer else Fraction(int(value.p), int(value.q))
 
 
-def _dependencies(engine: QueryEngine) -> set:
-    """Every file the engine's answers can depend on: the spec and its imports,
-    the sibling specs it asked (and theirs), and the hardware files it can see."""
-    files, seen, todo = set(), set(), [engine]
+_ABSENT = object()      # a candidate tried before a match: it must stay absent
+
+
+def _dependencies(engine: QueryEngine) -> dict:
+    """Every file the engine's answers can depend on, {path: the SHA-256 of the bytes
+    that were parsed (None: hash it now), or _ABSENT}: the spec and its imports, the
+    sibling specs it asked (and theirs), the hardware files it can see, and every
+    file a name resolved to (devices and claims files from --path, SPECC_PATH or the
+    shipped data included) with the candidates tried before it (dsl/search_path.py)."""
+    from ..dsl.search_path import resolutions
+
+    files: dict = {}
+    seen, todo = set(), [engine]
     while todo:
         eng = todo.pop()
         if id(eng) in seen:
             continue
         seen.add(id(eng))
-        files.update(_own_files(eng))
+        spec = eng.spec
+        sources = [str(Path(s).resolve()) for s in (spec.sources or [spec.path])]
+        hashes = getattr(spec, "source_hashes", None) or {}
+        for source, original in zip(sources, spec.sources or [spec.path]):
+            files[source] = hashes.get(str(original))
+        for path in _own_files(eng):
+            files.setdefault(path, None)
+        for path, found in resolutions(sources).items():
+            files.setdefault(path, None if found else _ABSENT)
         todo.extend(eng._siblings.values())
     return files
 
@@ -81,14 +98,14 @@ _OWN_FILES: dict = {}
 
 
 def _own_files(engine: QueryEngine) -> frozenset:
-    """The spec's own sources, the schemes table and the hardware files it can see, listed once per
-    spec and sources per process (a verify of a thousand claims asked per claim)."""
+    """The hardware files the spec can see and the schemes table, listed once per spec and
+    sources per process (a verify of a thousand claims asked per claim)."""
     key = (engine.spec.path, tuple(engine.spec.sources or ()))
     found = _OWN_FILES.get(key)
     if found is None:
-        files = {str(Path(s).resolve()) for s in (engine.spec.sources or [engine.spec.path])}
-        files.add(str(SCHEMES_FILE.resolve()))      # weights=/kv= and formats' scheme: read this table
-        found = _OWN_FILES[key] = frozenset(files | _hardware_near(str(Path(engine.spec.path).resolve().parent)))
+        # weights=/kv= and a format's scheme: read the schemes table
+        found = _OWN_FILES[key] = _hardware_near(str(Path(engine.spec.path).resolve().parent)) | {
+            str(SCHEMES_FILE.resolve())}
     return found
 
 
@@ -115,15 +132,22 @@ def store_for(engine: QueryEngine) -> Store:
     store = compiled.load(engine.spec.path)
     if store is None:
         store = Store(compiled.engine_hash())
-        compiled._STORES[str(Path(engine.spec.path).resolve())] = store
+        compiled._STORES[compiled._store_key(engine.spec.path)] = store
         _note_dependencies(engine, store)
     return store
 
 
 def _note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
-    for path in sorted(_dependencies(engine) | {str(Path(p).resolve()) for p in extra}):
+    from ..dsl.yamlload import READ_HASHES
+
+    deps = _dependencies(engine)
+    for path in extra:
+        deps.setdefault(str(Path(path).resolve()), None)
+    for path, known in sorted(deps.items(), key=lambda item: item[0]):
         if path not in store.deps:
-            store.deps[path] = compiled.file_hash(path)
+            # the hash of the bytes read (taken then), else of the file now; None: must stay absent
+            store.deps[path] = None if known is _ABSENT else (
+                known or READ_HASHES.get(path) or compiled.file_hash(path))
     # within this process too, a later change of any of them retires the store (compiled.load re-hashes)
 
 
@@ -227,7 +251,7 @@ _dirty: set = set()
 def flush() -> None:
     """Write every store this process changed."""
     for spec_path in sorted(_dirty):
-        store = compiled._STORES.get(str(Path(spec_path).resolve()))
+        store = compiled._STORES.get(compiled._store_key(spec_path))
         if store is not None:
             compiled.save(spec_path, store)
     _dirty.clear()

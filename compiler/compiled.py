@@ -102,19 +102,10 @@ class Store(_Record):
 
 
 # ------------------------------------------------------------------ the engine's identity
-_ENGINE_HASH: str | None = None
-
-
 def engine_hash() -> str:
-    """A hash of every source file whose code decides an answer or a verdict."""
-    global _ENGINE_HASH
-    if _ENGINE_HASH is None:
-        digest = hashlib.sha256(str(FORMAT).encode())
-        for folder in ("compiler", "dsl", "verify"):
-            for path in sorted((_ROOT / folder).glob("*.py")) + sorted((_ROOT / folder).glob("*.lark")):
-                digest.update(path.name.encode() + b"\0" + path.read_bytes())
-        _ENGINE_HASH = digest.hexdigest()
-    return _ENGINE_HASH
+    """A hash of every source file whose code decides an answer or a verdict: the one
+    engine fingerprint every cache uses (dsl/disk_cache)."""
+    return disk_cache.engine_fingerprint()
 
 
 def file_hash(path) -> str | None:
@@ -223,12 +214,20 @@ def run(template: Template, bind: dict) -> Answer | None:
 _STORES: dict = {}
 
 
+def _store_key(spec_path) -> str:
+    """A store per spec and search path: the same name may resolve to other files
+    under another --path or SPECC_PATH (dsl/search_path.py)."""
+    from ..dsl.search_path import roots_signature
+
+    return str(Path(spec_path).resolve()) + "\0" + roots_signature()
+
+
 def _store_path(spec_path) -> Path | None:
     folder = disk_cache.cache_dir("compiled")
     if folder is None:
         return None
-    key = hashlib.sha256(str(Path(spec_path).resolve()).encode()).hexdigest()[:24]
-    return folder / f"{key}.pickle"
+    key = hashlib.sha256(_store_key(spec_path).encode()).hexdigest()[:24]
+    return folder / f"{key}.json"
 
 
 def _valid(store) -> bool:
@@ -241,7 +240,7 @@ def load(spec_path) -> Store | None:
     """The spec's validated store, or None (missing, damaged, or any dependency changed).
     A store already in memory is re-validated by hashing its dependencies (small files,
     microseconds each): a file rewritten within the same clock tick keeps its mtime and size."""
-    key = str(Path(spec_path).resolve())
+    key = _store_key(spec_path)
     store = _STORES.get(key)
     if store is not None and all(file_hash(path) == digest for path, digest in store.deps.items()):
         return store
@@ -253,7 +252,7 @@ def load(spec_path) -> Store | None:
 
 
 def save(spec_path, store: Store) -> None:
-    _STORES[str(Path(spec_path).resolve())] = store
+    _STORES[_store_key(spec_path)] = store
     path = _store_path(spec_path)
     if path is not None:
         disk_cache.store(path, store)

@@ -107,3 +107,75 @@ def _intersection(a: range, b: range) -> int | None:
     if x < lo:
         x += -(-(lo - x) // period) * period
     return x if x <= hi else None
+
+
+# ------------------------------------------------------------------ counting without listing
+SMALL = 1 << 16      # up to this many indices a set may simply be listed (cheap, and exact in any case)
+
+
+def ranges_of(layers) -> tuple:
+    """The increasing ranges of any layer collection (LayerIndices, range, tuple, set)."""
+    if isinstance(layers, LayerIndices):
+        return layers.ranges
+    if isinstance(layers, range):
+        return (layers,) if len(layers) else ()
+    return LayerIndices.of(sorted(int(x) for x in layers)).ranges
+
+
+def count_le(r: range, x: int) -> int:
+    """How many elements of the increasing range r are <= x."""
+    if not len(r) or x < r.start:
+        return 0
+    return min(len(r), (x - r.start) // r.step + 1)
+
+
+def count_between(r: range, lo: int, hi: int) -> int:
+    return count_le(r, hi) - count_le(r, lo - 1) if lo <= hi else 0
+
+
+def clip(r: range, lo: int, hi: int) -> range:
+    """The elements of r within [lo, hi], as a range."""
+    first = count_le(r, lo - 1)
+    last = count_le(r, hi)
+    return r[first:last] if last > first else range(0)
+
+
+def union(*sets) -> LayerIndices:
+    """The distinct indices of several layer collections, as pairwise disjoint ranges:
+    identical ranges merged, unit-step ranges joined as intervals; whatever still
+    overlaps is listed only when small (a ValueError otherwise: the caller names the limit)."""
+    ranges = []
+    for s in sets:
+        ranges.extend(ranges_of(s))
+    ranges = list(dict.fromkeys(ranges))                         # identical ranges once
+    unit = sorted((r for r in ranges if r.step == 1 or len(r) == 1), key=lambda r: r.start)
+    merged: list = []
+    for r in unit:
+        if merged and r.start <= merged[-1].stop:
+            merged[-1] = range(merged[-1].start, max(merged[-1].stop, r[-1] + 1))
+        else:
+            merged.append(range(r.start, r[-1] + 1))
+    out = LayerIndices(merged + [r for r in ranges if not (r.step == 1 or len(r) == 1)])
+    if out.first_overlap() is None:
+        return out
+    if len(out) <= SMALL:
+        return LayerIndices.of(sorted(set(out)))
+    raise ValueError("overlapping stepped layer ranges too large to list")
+
+
+def nth(disjoint: LayerIndices, k: int) -> int:
+    """The k-th smallest (0-based) index of pairwise disjoint ranges (binary search on counts)."""
+    lo = min(r.start for r in disjoint.ranges)
+    hi = max(r[-1] for r in disjoint.ranges)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sum(count_le(r, mid) for r in disjoint.ranges) >= k + 1:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def rank(disjoint: LayerIndices, x: int) -> int:
+    """How many indices of pairwise disjoint ranges are smaller than x."""
+    return sum(count_le(r, x - 1) for r in disjoint.ranges)

@@ -100,7 +100,12 @@ class CapacityQueries:
         free, per_request, dep = self._budget(model, a)
         length = a.scenario("H")
         ext = a.check_context(model, length)
-        fits = [sp.Max(0, sp.floor(f / s.xreplace({H: length}))) for f, s in zip(free, per_request) if s != 0]
+        # a budget whose per-request state is zero at this H bounds nothing (f/0 is no count)
+        at_h = [(f, s.xreplace({H: length})) for f, s in zip(free, per_request) if s != 0]
+        fits = [sp.Max(0, sp.floor(f / s)) for f, s in at_h if s != 0]
+        if not fits:
+            raise SpecError(f"at H={length} a request holds no state on any device, so any batch fits",
+                            a.loc, expected="H=1 or more (a context whose state takes memory)")
         # each dp group serves its own requests (ep spreads experts, not requests)
         return Quantity(dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits)), NONE, ext)
 

@@ -191,7 +191,7 @@ class DeploymentQueries:
         n = dep.stage_devices
         out = []
         for stage in range(1, dep.pp):
-            first = min(l for l, st in stage_of.items() if st == stage and not isinstance(l, tuple))
+            first = stage_of.values[stage][0]       # the stage's first layer (stages hold ranges)
             op = next(op for op in model.ops if first in op.layers and op.inputs)
             t = op.inputs[0][1]
             ranks = range((stage - 1) * n, stage * n)

@@ -94,7 +94,7 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
     def model(self, choices: dict, overrides: dict | None = None) -> Model:
         key = (tuple(sorted(choices.items())), tuple(sorted((overrides or {}).items())))
         if key not in self._models:
-            self._models[key] = compile_cached(self.spec, overrides or None, **choices)
+            self._models[key] = compile_cached(self.spec, overrides or None, choices)
         return self._models[key]
 
     def _ops(self, model: Model, filters: dict, loc):
@@ -121,7 +121,9 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         if key == "op":
             return {part for o in model.ops for part in o.name.split(".")[1:]}
         if key == "layer":
-            return {str(l) for o in model.ops for l in o.layers}
+            from itertools import islice   # a suggestion needs a few names, not every layer
+
+            return {str(l) for o in model.ops for l in islice(o.layers, 1000)}
         if key == "group":
             return {w.group for o in model.ops for w in o.weights}
         return {getattr(o, key) for o in model.ops}

@@ -47,6 +47,8 @@ from dataclasses import dataclass
 import sympy as sp
 
 from ..dsl.errors import SpecError
+from ..dsl.limits import limit_error
+from .layerset import LayerIndices, clip, count_between, nth, ranges_of, union
 
 SHARD_KINDS = ("column", "row", "heads", "vocab", "replicated")
 
@@ -153,26 +155,72 @@ def store_fraction(units, dep: Deployment, name: str, loc) -> sp.Rational:
     return split_fraction(units, dep.tp, f"store '{name}'", loc)
 
 
-def stages(model, pp: int, loc) -> dict:
+class StageMap:
+    """Which pipeline stage each layer sits on, kept as index intervals over the sorted
+    layers (never a dict of every layer: a spec may have 10**12 of them).
+    stage_map[layer] and stage_map[("segment", name)] give a stage; counts() and
+    layers_on() answer for whole layer sets in O(number of ranges)."""
+
+    def __init__(self, layers: LayerIndices, bounds: list, pp: int, segments: dict):
+        self.layers, self.pp, self.segments = layers, pp, segments
+        # stage s holds the sorted layers of index bounds[s] .. bounds[s+1]-1: as values lo..hi
+        self.values = []
+        for s in range(pp):
+            first, last = bounds[s], bounds[s + 1] - 1
+            self.values.append((nth(layers, first), nth(layers, last)) if first <= last else None)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            return self.segments[key]
+        for s, span in enumerate(self.values):
+            if span is not None and span[0] <= key <= span[1]:
+                return s
+        raise KeyError(key)
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def counts(self, layers) -> list:
+        """How many of `layers` (with repeats, as listed) sit on each stage."""
+        rs = ranges_of(layers)
+        return [0 if span is None else sum(count_between(r, span[0], span[1]) for r in rs)
+                for span in self.values]
+
+    def layers_on(self, layers, stage: int) -> LayerIndices:
+        span = self.values[stage]
+        if span is None:
+            return LayerIndices()
+        return LayerIndices([clip(r, span[0], span[1]) for r in ranges_of(layers)])
+
+
+def stages(model, pp: int, loc) -> StageMap:
     """layer index -> pipeline stage, plus the stages of unlayered segments
-    ({('segment', name): stage})."""
-    layers = sorted({l for op in model.ops for l in op.layers} | {l for u in model.states for l in u.layers})
-    if pp > 1 and len(layers) < pp:
-        raise SpecError(f"pp={pp} exceeds the {len(layers)} layers of the model", loc,
-                        expected=f"pp <= {len(layers)}")
-    declared = _declared_stages(model.spec, pp, len(layers), loc)
+    ({('segment', name): stage}), as a StageMap."""
+    try:
+        layers = union(*(op.layers for op in model.ops), *(u.layers for u in model.states))
+    except ValueError:
+        raise limit_error("enumerated_layers", loc) from None
+    n = len(layers)
+    if pp > 1 and n < pp:
+        raise SpecError(f"pp={pp} exceeds the {n} layers of the model", loc,
+                        expected=f"pp <= {n}")
+    declared = _declared_stages(model.spec, pp, n, loc)
     if declared is not None:
-        bounds = [sum(declared[:s]) for s in range(pp)]
-        out = {l: max(s for s in range(pp) if bounds[s] <= i) for i, l in enumerate(layers)}
+        bounds = [sum(declared[:s]) for s in range(pp)] + [n]
     else:
-        out = {l: i * pp // len(layers) for i, l in enumerate(layers)} if layers else {}
+        # layer i of n (in order) is on stage i*pp//n: stage s starts at ceil(s*n/pp)
+        bounds = [-(-s * n // pp) for s in range(pp)] + [n]
+    segments: dict = {}
     seen_layered = False
     for op in model.ops:
         if op.layers:
             seen_layered = True
-        elif ("segment", op.segment) not in out:
-            out[("segment", op.segment)] = pp - 1 if seen_layered else 0
-    return out
+        elif ("segment", op.segment) not in segments:
+            segments[("segment", op.segment)] = pp - 1 if seen_layered else 0
+    return StageMap(layers, bounds, pp, segments)
 
 
 def _declared_stages(spec, pp: int, n_layers: int, loc):
@@ -199,12 +247,11 @@ def _declared_stages(spec, pp: int, n_layers: int, loc):
     return None
 
 
-def stage_counts(layers: tuple, segment: str, mult, stage_of: dict, pp: int) -> list:
+def stage_counts(layers: tuple, segment: str, mult, stage_of: StageMap, pp: int) -> list:
     """How many of an op's (or state use's) instances sit on each stage."""
     counts = [0] * pp
     if layers:
-        for l in layers:
-            counts[stage_of[l]] += 1
+        counts = stage_of.counts(layers)
     else:
         counts[stage_of.get(("segment", segment), 0)] += mult
     return counts

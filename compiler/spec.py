@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..dsl import ast
-from ..dsl.errors import Loc, SpecError, did_you_mean
+from ..dsl.errors import Loc, SpecError, did_you_mean, printable
 from ..dsl.parser import parse_expr, parse_layer_set, parse_stmt
 from ..dsl.search_path import relative_file
 from ..dsl.yamlload import Map, Seq, Text, load_yaml_file
@@ -157,6 +157,9 @@ class Spec:
     claims_files: list = field(default_factory=list)
     raw: Map | None = None
     sources: list = field(default_factory=list)      # the spec file and every library it imports
+    # SHA-256 of each source's bytes as parsed into this Spec (caches key answers by these,
+    # never by a later read: a file edited while specc runs would lend its new hash)
+    source_hashes: dict = field(default_factory=dict)
 
     @property
     def default_format(self) -> str:
@@ -213,8 +216,21 @@ def _state_decls(node) -> list:
     for item in seq(node, "state declarations"):
         item = check_keys(item, {"store", "entries", "when"}, {"store", "entries"}, "state declaration")
         when = parse_expr(text(item["when"], "when")) if item.get("when") is not None else None
-        out.append(StateDecl(name(item["store"], "store"), parse_expr(text(item["entries"], "entries")), when, item.loc))
+        entries = parse_expr(text(item["entries"], "entries"))
+        _check_entries_in_h(entries)
+        out.append(StateDecl(name(item["store"], "store"), entries, when, item.loc))
     return out
+
+
+def _check_entries_in_h(entries) -> None:
+    """State entries are per request at context length H; the other scenario letters
+    are a query's arguments, unknown when the state is declared (a formula in S or P
+    would be printed as the answer, and tables and plots could not evaluate it)."""
+    for node in entries.walk():
+        if isinstance(node, ast.Name) and node.id in ("B", "S", "P", "G"):
+            raise SpecError(f"state entries use '{node.id}', a query's scenario argument", node.loc,
+                            span=len(node.id), expected="entries per request in H (the context length), "
+                            "dimensions and layer, e.g. 'H' or 'min(H, window)'")
 
 
 # the block library shipped with specc: always importable
@@ -321,6 +337,30 @@ def _claims_file(spec_path: Path, node) -> str:
     return str(entry)
 
 
+# the explorer's URL and page controls (render/site_assets/explorer.js: spec, device, scenario
+# letters, degrees, rates, ...) and the Python API's own keywords (specc/api.py)
+PAGE_CONTROLS = {"spec", "device", "memory", "workspace", "format", "overlap", "B", "S", "P", "G", "H",
+                 "tp", "pp", "ep", "dp", "mfu", "mbu"}
+API_KEYWORDS = {"symbolic", "fast", "overrides", "choices", "query", "self"}
+
+
+def _check_option_name(key: str, loc) -> None:
+    """An option is chosen by name in queries (`params(mode=x)`), on the page and in the
+    API: a name that is also a query argument or a page control would capture it
+    (`weight_bytes(format=fp8)` choosing the option, not the format)."""
+    from .queries import _QUERY_ARGS   # not at the top: queries imports this module
+
+    if not key.isidentifier() or not key.isascii():
+        raise SpecError(f"option name {printable(repr(key))} is not a name a query can write", loc,
+                        span=max(1, len(key)), expected="letters, digits and '_', not starting with a digit")
+
+    for what, names in (("a query argument", _QUERY_ARGS), ("a control of the explorer page", PAGE_CONTROLS),
+                        ("a keyword of the Python API", API_KEYWORDS)):
+        if key in names:
+            raise SpecError(f"option name '{key}' is {what}: `{key}=` would mean both", loc, span=len(key),
+                            expected=f"another name for the option (e.g. '{key}_choice')")
+
+
 def load_spec(path: str | Path) -> Spec:
     path = Path(path)
     _TREE[:] = [path.resolve().parent, path.resolve()]   # its folder (importable) and itself (not)
@@ -352,6 +392,7 @@ def load_spec(path: str | Path) -> Spec:
 
     options = {}
     for key, value in (raw.get("options") or {}).items():
+        _check_option_name(key, raw["options"].key_loc(key))
         value = check_keys(value, {"default", "choices", "doc"}, {"default", "choices"}, f"option '{key}'")
         choices = {}
         for choice, binds in check_keys(value["choices"], set(value["choices"]), set(), "choices").items():
@@ -460,6 +501,9 @@ def load_spec(path: str | Path) -> Spec:
                 sets, options, formats, stores, blocks, elementwise, stack,
                 list(seq(raw["claims"], "claims")) if "claims" in raw else [], claims_files, raw,
                 sorted(str(p) for p in loaded))
+    from ..dsl.yamlload import READ_HASHES
+
+    spec.source_hashes = {p: READ_HASHES.get(p) for p in spec.sources}
     if not spec.formats:
         spec.formats["default"] = FormatDef("default", {"default": parse_expr("2", "<builtin>")}, True, "", raw.loc)
     return spec

@@ -23,6 +23,7 @@ import re
 import time
 
 from ..dsl.errors import BeyondContext, Loc, SpecError
+from ..dsl.limits import limit, limit_error
 from . import compiled
 
 _PARAM = re.compile(r"(?<![\w.])([BSPGH])\s*=\s*([BSPGH])(?![\w.])")
@@ -95,6 +96,12 @@ def _grid(names, over):
     return [m.reshape(-1) for m in mesh]
 
 
+def _axis_text(values) -> str:
+    if isinstance(values, range):
+        return f"{values.start}..{values[-1]}" + (f":{values.step}" if values.step != 1 else "") if len(values) else "(empty)"
+    return ",".join(map(str, values[:8])) + (",..." if len(values) > 8 else "")
+
+
 def compiled_limit() -> int:
     from .vector import LIMIT
 
@@ -145,6 +152,12 @@ def sweep(spec_path, query: str, over: dict, fast: bool = True) -> Table:
                 f"(--over {missing[0]}=... on the command line)" if missing else
                 f"the grid's {', '.join(extra)} is not used by the query (write {extra[0]}={extra[0]} in it)")
         raise SpecError(what, _query_loc(query), expected="e.g. flops(P=P) with --over P=1..1000")
+    points = 1
+    for name in names:
+        points *= len(over[name])           # counted before any axis is built
+    if points > limit("sweep_points"):
+        grid = " ".join(f"{n}={_axis_text(over[n])}" for n in names)
+        raise limit_error("sweep_points", Loc("--over", 1, 1, source_text=grid), found=f"{points:,} points")
     engine = _Engine(spec_path)
     columns = _grid(names, over)
     n = len(columns[0])

@@ -73,6 +73,8 @@ from ..dsl.parser import parse_expr
 from ..dsl.units import BYTES, FLOPS
 from ..dsl.yamlload import Map
 from .query_base import Quantity, _env
+from ..dsl.limits import limit_error
+from .layerset import union
 from .sharding import Deployment, weight_fraction
 
 # precision recipe: component -> dtype (bytes per parameter)
@@ -177,14 +179,20 @@ class TrainingQueries:
         saved, _ = tr.policies[policy]
         total = sp.Integer(0)
         for seg, (node, seg_loc) in saved.items():
-            layers = {l for op in model.ops if op.segment == seg for l in (op.layers or (None,))}
-            if not layers:
+            seg_ops = [op for op in model.ops if op.segment == seg]
+            if not seg_ops:
                 segments = {op.segment for op in model.ops}
                 raise SpecError(f"checkpointing policy '{policy}' names unknown stack segment '{seg}'", seg_loc,
                                 span=len(seg), expected=did_you_mean(seg, segments))
-            if only is not None:
-                layers = only.get(seg, set()) if any(op.layers for op in model.ops if op.segment == seg) else layers
-            total += len(layers) * Evaluator(env, what="name")(node)
+            layered = [op.layers for op in seg_ops if op.layers]
+            # distinct layers counted over ranges (never listed), plus one for the unlayered ops
+            try:
+                count = len(union(*layered)) + (1 if len(layered) < len(seg_ops) else 0)
+            except ValueError:
+                raise limit_error("enumerated_layers", seg_loc) from None
+            if only is not None and layered:
+                count = len(only.get(seg, ()))
+            total += count * Evaluator(env, what="name")(node)
         return (total * B * P * per_elem).xreplace({B: batch, P: seq})
 
     @staticmethod
@@ -208,7 +216,8 @@ class TrainingQueries:
             sub = {}
             for op in model.ops:
                 if op.layers:
-                    sub.setdefault(op.segment, set()).update(l for l in op.layers if stage_of[l] == stage)
+                    # ranges clipped to the stage, never each layer (a spec may have 10**12)
+                    sub[op.segment] = union(sub.get(op.segment, ()), stage_of.layers_on(op.layers, stage))
             per_stage.append(self._activation_bytes(model, tr, policy, batch, seq, loc, sub))
         return self._most_loaded(per_stage)
 

@@ -50,18 +50,46 @@ class SpecError(Exception):
         self.expected = expected
 
     def render(self) -> str:
+        # every part echoes user text (a name, a value, a source line): control characters
+        # are shown escaped, so an error can neither forge a log line (or a CI workflow
+        # command) with a newline nor drive the terminal with an escape sequence
         head = f"{self.loc}: {self.message}" if self.loc else self.message
-        parts = [head]
+        parts = [printable(head)]
         text = self.loc.line_text() if self.loc else None
         if text is not None:
-            parts.append("    " + text)
+            parts.append("    " + printable(text, keep="\t"))
             parts.append("    " + " " * max(0, self.loc.col - 1) + "^" * self.span)
         if self.expected:
-            parts.append(f"  expected {self.expected}")
+            parts.append(f"  expected {printable(self.expected)}")
         return "\n".join(parts)
 
     def __str__(self) -> str:
         return self.render()
+
+
+_CONTROL = None
+
+
+def printable(text, keep: str = "") -> str:
+    """`text` with its control characters (newlines, escapes, Unicode line breaks) as
+    visible escapes: \\n, \\x1b, \\u2028 (the characters in `keep` stay)."""
+    global _CONTROL
+    if _CONTROL is None:
+        import re
+
+        _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+    text = str(text)
+    if not _CONTROL.search(text):
+        return text
+
+    def escape(m):
+        char = m.group()
+        if char in keep:
+            return char
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char) or (
+            f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+    return _CONTROL.sub(escape, text)
 
 
 class BeyondContext(SpecError):

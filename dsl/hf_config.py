@@ -47,6 +47,22 @@ def _depth_error(text: str, path: str):
     return None
 
 
+def _confine_model_file(path: Path) -> None:
+    """A config.json that is a link may lead only within its model folder, or, for a
+    Hugging Face cache snapshot (models--org--name/snapshots/<rev>/), within that
+    model's cache folder (where the snapshot's links point, into blobs/). A link
+    leading elsewhere is refused and its target never read or echoed."""
+    if not path.is_symlink():
+        return
+    folder = path.parent.resolve()
+    root = folder.parent.parent if folder.parent.name == "snapshots" else folder
+    target = path.resolve()
+    if target != root and root not in target.parents:
+        raise SpecError(f"{path} is a link that leads outside its model folder", Loc(str(path), 1, 1, ""),
+                        expected="a config.json inside the model folder (or a Hugging Face cache "
+                                 "snapshot's link into its blobs/); the link's target is not read")
+
+
 class Config:
     """A parsed config.json that can say where each key is."""
 
@@ -54,6 +70,7 @@ class Config:
         self.path = str(path)
         self.aliases: dict = {}      # canonical field -> the family's config field
         self.defaults: dict = {}     # config field -> value when omitted
+        _confine_model_file(Path(path))
         try:
             raw = Path(path).read_bytes()
         except OSError as exc:

@@ -31,6 +31,7 @@ LIMITS: dict[str, tuple[int, str]] = {
     "enumerated_layers": (4_096, "layers of one stack entry whose parameters depend on `layer` "
                                  "(each such layer is evaluated on its own)"),
     "block_nesting": (32, "depth of blocks calling blocks"),
+    "sweep_points": (4_000_000, "points of one `specc sweep` grid (the product of the axes' lengths)"),
 }
 
 
@@ -53,3 +54,31 @@ def check_digits(value, loc: Loc | None, name: str = "value_digits", span: int =
     for part in (p, q):
         if part is not None and abs(int(part)).bit_length() > limit(name) * 3.33:
             raise limit_error(name, loc, span=span)
+
+
+# Python refuses to turn an int of more than 4,300 digits into text (a guard against
+# quadratic conversions of untrusted input). specc's own answers are bounded by the
+# limits above (at most expression_terms factors of number_exponent digits, ~80,000
+# digits), so printing them lifts that guard for the duration of the print only.
+PRINTED_DIGITS = 200_000
+
+
+def printing_exact(fn):
+    """Run `fn` with Python's int-to-text limit raised to PRINTED_DIGITS (restored after)."""
+    import functools
+    import sys
+
+    get = getattr(sys, "get_int_max_str_digits", None)
+    if get is None:          # Python < 3.11 has no such limit
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        old = get()
+        if 0 < old < PRINTED_DIGITS:
+            sys.set_int_max_str_digits(PRINTED_DIGITS)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.set_int_max_str_digits(old)
+    return wrapper

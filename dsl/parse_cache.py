@@ -7,8 +7,9 @@ positioned as if the text started at line 1, column 1 of an anonymous source,
 and relocated to wherever the text really is when it is reused.
 
 The cache lives in $SPECC_CACHE_DIR (default ~/.cache/specc) in a folder named
-by a hash of the grammar and of the code that builds trees, one file per source
-file, written atomically at exit. Set SPECC_CACHE_DIR to an empty string to disable it."""
+by the engine's fingerprint (grammar and code that builds trees included), one
+file per source file, written atomically at exit; what it trusts and how entries
+are stored: dsl/disk_cache. Set SPECC_CACHE_DIR to an empty string to disable it."""
 
 from __future__ import annotations
 
@@ -25,10 +26,7 @@ _HERE = Path(__file__).parent
 
 
 def _cache_dir() -> Path | None:
-    digest = hashlib.sha256()
-    for name in ("specc.lark", "parser.py", "ast.py", "errors.py", "parse_cache.py"):
-        digest.update((_HERE / name).read_bytes())
-    return disk_cache.cache_dir(f"parses-{digest.hexdigest()[:16]}")
+    return disk_cache.cache_dir("parses")
 
 
 class ParseCache:
@@ -42,12 +40,13 @@ class ParseCache:
         atexit.register(self.save)
 
     def _path(self, shard: str) -> Path:
-        return self.folder / (hashlib.sha256(shard.encode()).hexdigest()[:24] + ".pickle")
+        return self.folder / (hashlib.sha256(shard.encode()).hexdigest()[:24] + ".json")
 
     def _shard(self, shard: str) -> dict:
         trees = self.shards.get(shard)
         if trees is None:
-            trees = (disk_cache.load(self._path(shard)) if self.folder is not None else None) or {}
+            trees = disk_cache.load(self._path(shard)) if self.folder is not None else None
+            trees = trees if isinstance(trees, dict) else {}     # a wrong-shaped entry is no entry
             self.shards[shard] = trees
         return trees
 

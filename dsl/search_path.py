@@ -12,7 +12,11 @@ One order for all of them, so a spec works the same in any folder:
    also installed as package data (`specc/specs/`), so a non-editable
    `pip install .` carries the block library, the devices and the shipped specs.
 
-Every lookup that fails raises a located SpecError listing the places it tried."""
+Every lookup that fails raises a located SpecError listing the places it tried.
+Every lookup that succeeds is recorded (resolutions()): the file found and every
+candidate tried before it, per file that named it, so a cache of answers can
+notice a closer file appearing (a new lib/, hardware/ or same-named spec) as
+well as an edit of the file it used."""
 
 from __future__ import annotations
 
@@ -76,11 +80,71 @@ def _looked(candidates) -> str:
     return "looked in " + ", ".join(str(c) for c in candidates)
 
 
-def _first(candidates):
+def _first(candidates, near=None, name: str = "", loc: Loc | None = None, what: str = "file"):
+    """The first candidate that is a file (resolved), recording the lookup for `near`.
+    A candidate that is a symbolic link leading out of its own folder and out of every
+    allowed root is refused (without saying where it leads: nothing outside is read)."""
+    tried = []
     for path in candidates:
         if path.is_file():
-            return path.resolve()
+            found = path.resolve()
+            _confine(path, found, near, name, loc, what)
+            _record(near, tried, found)
+            return found
+        tried.append(path)
     return None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def allowed_link_roots(near) -> list[Path]:
+    """Where a file found through a link may lead: the naming file's own folder, the
+    user's search folders and the shipped data (as for imports)."""
+    local = [Path(near).resolve().parent] if near is not None else []
+    return _unique(local + user_roots() + [SHIPPED])
+
+
+def _confine(candidate: Path, found: Path, near, name: str, loc: Loc | None, what: str) -> None:
+    if _inside(found, candidate.parent.resolve()):
+        return                                  # no link, or one that stays in its folder
+    if any(_inside(found, root) for root in allowed_link_roots(near)):
+        return
+    raise SpecError(f"{what} '{name or candidate.name}' is a link that leads outside the allowed folders",
+                    loc, span=len(name) if name else 0,
+                    expected="a file inside the spec's folder, a --path/SPECC_PATH folder or specc's shipped "
+                             "data (a link's target is not read)")
+
+
+# how each name was resolved, per file that named it: {naming file: {path: found?}}
+_RESOLUTIONS: dict = {}
+
+
+def _record(near, tried, found) -> None:
+    if near is None:
+        return
+    log = _RESOLUTIONS.setdefault(str(Path(near).resolve()), {})
+    for path in tried:
+        log.setdefault(str(path), False)
+    log[str(found)] = True
+
+
+def resolutions(naming_files) -> dict:
+    """{path: True (the file a name resolved to) or False (a candidate tried before
+    it, absent then: it must stay absent for the answer to stand)} for every
+    lookup made on behalf of the given files, in this process."""
+    out: dict = {}
+    for near in naming_files:
+        for path, found in _RESOLUTIONS.get(str(near), {}).items():
+            out[path] = out.get(path, False) or found
+    return out
+
+
+def roots_signature() -> str:
+    """The user's search folders as they are now (--path, SPECC_PATH) and the shipped
+    data's place: answers found through one search path are not answers for another."""
+    return os.pathsep.join([str(p) for p in user_roots()] + ["|", str(SHIPPED)])
 
 
 # ------------------------------------------------------------------ relative files
@@ -91,7 +155,7 @@ def relative_file(name: str, near: str | Path, loc: Loc | None, what: str) -> Pa
         candidates = [Path(name)]
     else:
         candidates = [root / name for root in roots(near)]
-    found = _first(candidates)
+    found = _first(candidates, near, name, loc, what)
     folder = next((c for c in candidates if c.is_dir()), None) if found is None else None
     if folder is not None:
         raise SpecError(f"{what} '{name}' is a folder, not a file ({folder})", loc, span=len(name),
@@ -115,7 +179,7 @@ def _hardware_dirs(near) -> list[Path]:
 def hardware_file(device: str, near: str | Path | None, loc: Loc | None) -> Path:
     """specs/hardware/<device>.yaml, wherever the search path finds it first."""
     dirs = _hardware_dirs(near)
-    found = _first(d / f"{device}.yaml" for d in dirs)
+    found = _first((d / f"{device}.yaml" for d in dirs), near, device, loc, "device file")
     if found is None:
         known = sorted({p.stem for d in dirs if d.is_dir() for p in d.glob("*.yaml")})
         raise SpecError(f"unknown device '{device}' ({_looked(dirs)})",
@@ -139,7 +203,7 @@ def spec_file(name: str, near: str | Path | None, loc: Loc | None) -> Path:
     then among the shipped specs."""
     stem = name[:-5] if name.endswith(".yaml") else name
     dirs = _spec_dirs(near)
-    found = _first(d / f"{stem}.yaml" for d in dirs)
+    found = _first((d / f"{stem}.yaml" for d in dirs), near, name, loc, "spec")
     if found is None:
         known = sorted({p.stem for d in dirs if d.is_dir() for p in d.glob("*.yaml")})
         raise SpecError(f"no spec '{stem}' ({_looked(dirs)})", loc, span=len(name),

@@ -211,6 +211,9 @@ def decode_bytes(data: bytes, path: str) -> str:
 
 # loaded files by (path, size, mtime): every spec imports the same libraries
 _FILES: dict = {}
+# SHA-256 of the bytes each file's tree was parsed from, taken when they were read
+# (a file edited afterwards must not lend its new hash to answers from the old text)
+READ_HASHES: dict = {}
 
 
 def load_yaml_file(path: str | Path):
@@ -221,29 +224,30 @@ def load_yaml_file(path: str | Path):
         stat = path.stat()
         key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
         if key in _FILES:
-            return _FILES[key]
+            READ_HASHES[key[0]] = _FILES[key][1]
+            return _FILES[key][0]
         if stat.st_size > limit("file_bytes"):
             raise limit_error("file_bytes", Loc(str(path), 1, 1), found=f"{stat.st_size:,} bytes")
         data = path.read_bytes()
     except OSError as exc:
         raise SpecError(f"cannot read {path}: {exc.strerror}", Loc(str(path), 1, 1, "")) from None
     text = decode_bytes(data, str(path))
-    _FILES[key] = _load_cached(text, str(path))
-    return _FILES[key]
+    digest = hashlib.sha256(data).hexdigest()
+    _FILES[key] = (_load_cached(text, str(path)), digest)
+    READ_HASHES[key[0]] = digest
+    return _FILES[key][0]
 
 
 def _load_cached(text: str, path: str):
-    """Converted trees are cached under a hash of the text, its path and the code
-    that builds them (see disk_cache); errors are never cached."""
+    """Converted trees are cached under a hash of the text and its path, in a folder
+    named by the engine's fingerprint (see disk_cache); errors are never cached."""
     folder = disk_cache.cache_dir("yaml")
     if folder is None:
         return load_yaml_text(text, path)
-    here = Path(__file__)
-    digest = hashlib.sha256(here.read_bytes() + here.with_name("errors.py").read_bytes()
-                            + path.encode() + b"\0" + text.encode()).hexdigest()[:32]
-    cached = folder / f"{digest}.pickle"
+    digest = hashlib.sha256(path.encode() + b"\0" + text.encode()).hexdigest()[:32]
+    cached = folder / f"{digest}.json"
     tree = disk_cache.load(cached)
-    if tree is None:
+    if not isinstance(tree, (Map, Seq, Text)):       # missing, or not the shape this code writes
         tree = load_yaml_text(text, path)
         disk_cache.store(cached, tree)
     return tree

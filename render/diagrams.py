@@ -52,7 +52,10 @@ def _new_graph(name: str, rankdir: str = "TB") -> graphviz.Digraph:
 
 
 def _layer_map(groups: list, colors: dict) -> str:
-    """An HTML-like table: one cell per layer, lettered and coloured by group."""
+    """An HTML-like table: one cell per layer, lettered and coloured by group (for a
+    stack too deep to draw layer by layer, one cell per range of layers)."""
+    if sum(len(g.layers) for g in groups) > MAP_LAYERS:
+        return _range_map(groups, colors)
     cells = sorted(((layer, g) for g in groups for layer in g.layers), key=lambda t: t[0])
     rows, row = [], []
     for layer, g in cells:
@@ -69,6 +72,19 @@ def _layer_map(groups: list, colors: dict) -> str:
         body.append(f'<TR><TD BORDER="0" ALIGN="RIGHT"><FONT POINT-SIZE="7">{first}</FONT></TD>{"".join(r)}</TR>')
     return ('<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="1" CELLPADDING="1">'
             + "".join(body) + "</TABLE>>")
+
+
+MAP_LAYERS = 4096      # deeper stacks are drawn as ranges, never cell by cell
+
+
+def _range_map(groups: list, colors: dict) -> str:
+    from ..compiler.layerset import ranges_of
+
+    cells = sorted(((r, g) for g in groups for r in ranges_of(g.layers)), key=lambda t: t[0].start)
+    body = "".join(f'<TR><TD BGCOLOR="{colors[g.prefix]}" TOOLTIP="layers {v.layer_text_short(r, 60)}: {g.letter}">'
+                   f'<FONT POINT-SIZE="8">{g.letter}: {v.layer_text_short(r, 60)}</FONT></TD></TR>'
+                   for r, g in cells[:MAP_COLUMNS])
+    return '<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="1" CELLPADDING="1">' + body + "</TABLE>>"
 
 
 def _unlayered_label(model: Model, group: v.Group) -> str:
@@ -354,13 +370,23 @@ def graphviz_warnings(graph: graphviz.Digraph) -> str:
     return proc.stderr.decode("utf-8", "replace")
 
 
+def layers_json(layers):
+    """A layer set for JSON: the list of indices, or, for a set too large to list,
+    {"ranges": [[first, last, step], ...]} (never enumerated)."""
+    from ..compiler.layerset import SMALL, ranges_of
+
+    if len(layers) <= SMALL:
+        return list(layers)
+    return {"ranges": [[r.start, r[-1], r.step] for r in ranges_of(layers)]}
+
+
 def model_json(model: Model) -> str:
     """The model-level view as JSON: segments, groups with layers, stores used."""
     segs = []
     for seg_name, groups in v.segments(model):
         diffs = v.group_differences(groups)
         segs.append({"segment": seg_name, "groups": [{
-            "id": gr.prefix, "letter": gr.letter, "layers": list(gr.layers), "multiplicity": gr.mult,
+            "id": gr.prefix, "letter": gr.letter, "layers": layers_json(gr.layers), "multiplicity": gr.mult,
             "stage": gr.stage, "params_per_instance": str(_params_of(gr)), "differences": diffs[gr.prefix],
             "stores": {s: {"writes": None if w is None else str(w), "reads": None if r is None else str(r)}
                        for s, (w, r) in sorted(v.store_uses(model, gr).items())},
@@ -382,4 +408,4 @@ def op_json(model: Model, block: str | None = None) -> str:
     edges = [{"source": u, "target": t, "tensor": d["tensor"], "shape": [str(d["rows"]), str(d["width"])]}
              for u, t, d in model.graph.edges(data=True) if t in ids]
     return json.dumps({"model": model.spec.model, "options": model.choices, "block": group.prefix,
-                       "layers": list(group.layers), "nodes": nodes, "edges": edges}, indent=2, ensure_ascii=False)
+                       "layers": layers_json(group.layers), "nodes": nodes, "edges": edges}, indent=2, ensure_ascii=False)

@@ -37,7 +37,9 @@ def tool_versions() -> str:
 
 
 def _stem(path: str) -> str:
-    return Path(path).stem
+    from .output_tree import safe_stem
+
+    return safe_stem(path)
 
 
 def spec_files(spec_path: str, drawings: bool = True) -> dict:
@@ -176,9 +178,13 @@ def generate(out_dir: Path, spec_glob: str = "specs/*.yaml", jobs: int | None = 
 
     if not has_dot():
         raise RenderError("docs need Graphviz's `dot` on PATH for SVG diagrams (apt-get install graphviz)")
+    from .output_tree import previous_files, write_files
+
     out_dir = Path(out_dir)
+    # refused before any work: a folder specc did not make is never written into or cleaned
+    previous = previous_files(out_dir, "docs", frozenset(KEEP)) if clean else None
     files = build_files(out_dir, spec_glob, jobs, drawings=True)
-    write_tree(out_dir, files, clean)
+    write_files(out_dir, files, "docs", previous)
     return sorted(files)
 
 
@@ -191,6 +197,8 @@ def build_files(out_dir: Path, spec_glob: str = "specs/*.yaml", jobs: int | None
     specs = _documented(Path(out_dir), sorted(glob.glob(spec_glob)))
     if not specs:
         raise RenderError(f"no spec matches {spec_glob}")
+    for path in specs:
+        _stem(path)                                   # every name checked before any work
     jobs = jobs if jobs is not None else min(2, os.cpu_count() or 1)
     files, entries = _per_spec_files(_run_specs(specs, jobs, drawings))
     charts = _charts(Path(out_dir), specs)
@@ -225,26 +233,20 @@ def _per_spec_files(results) -> tuple:
 
 
 def write_tree(out_dir: Path, files: dict, clean: bool = True) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if clean:
-        for path in sorted(out_dir.rglob("*"), reverse=True):
-            rel = path.relative_to(out_dir).as_posix()
-            if path.is_file() and rel not in files and rel not in KEEP:
-                path.unlink()
-            elif path.is_dir() and not any(path.iterdir()):
-                path.rmdir()
-    for rel, text in sorted(files.items()):
-        target = out_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = text if isinstance(text, bytes) else text.encode("utf-8")
-        if not target.exists() or target.read_bytes() != data:
-            target.write_bytes(data)
+    """Write `files` into out_dir; clean=True also deletes what the previous `specc docs`
+    wrote there and this run does not (render/output_tree.py: only files it listed)."""
+    from .output_tree import previous_files, write_files
+
+    out_dir = Path(out_dir)
+    write_files(out_dir, files, "docs", previous_files(out_dir, "docs", frozenset(KEEP)) if clean else None)
 
 
 def write_reports(specs: list, out_dir: Path) -> list:
     """`specc report`: per spec report.md/report.html (+ diagrams, plot), and an index."""
     from . import report as R
 
+    for path in specs:
+        _stem(path)                                   # every name checked before any work
     files, entries = _per_spec_files(_run_specs(sorted(specs), min(2, os.cpu_count() or 1)))
     files["README.md"] = R.index_markdown(entries)
     files["index.html"] = R.index_html([(m, p, c, link.replace("README.md", "report.html"))

@@ -7,12 +7,13 @@ import json
 import networkx as nx
 
 from ..compiler.build import Model
+from .diagrams import layers_json
 
 
 def _op_attrs(op) -> dict:
     return {
         "name": op.name, "kind": op.kind, "segment": op.segment, "stage": op.stage, "component": op.component,
-        "layers": list(op.layers), "multiplicity": op.mult, "statement": op.stmt.text,
+        "layers": layers_json(op.layers), "multiplicity": op.mult, "statement": op.stmt.text,
         "params": str(op.params()), "flops": str(op.flops), "flops_rule": op.formula,
         "weights": [{"name": w.name, "shape": [str(s) for s in w.shape], "copies": str(w.copies), "group": w.group}
                     for w in op.weights],

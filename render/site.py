@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -201,9 +200,15 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
     from ..dsl.yamlload import load_yaml_file
 
     devices = []
+    from ..dsl.errors import Loc
+    from .output_tree import safe_stem
+
     for path in sorted(hardware_dir.glob("*.yaml")):
         raw = load_yaml_file(path)
-        row = {"name": path.stem, "display_name": str(raw.get("display_name", path.stem)),
+        if not isinstance(raw, dict):
+            raise SpecError("a device file is a mapping of facts", Loc(str(path), 1, 1),
+                            expected="name:, memory:, bandwidth:, flops: ... (see specs/hardware/)")
+        row = {"name": safe_stem(path), "display_name": str(raw.get("display_name", path.stem)),
                "source": str(raw.get("source", ""))}
         for field, query in (("memory", "device_memory"), ("flops", "device_flops"),
                              ("bandwidth", "device_bandwidth"), ("link", "device_link")):
@@ -214,6 +219,20 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
         row["memory_text"] = str(raw.get("memory", ""))
         devices.append(row)
     return devices
+
+
+def _public_path(path) -> str:
+    """A path as the published site shows it: relative to the folder specc ran in, or
+    the file's name alone (never the build machine's absolute paths)."""
+    import os
+
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    try:
+        return Path(text).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return Path(text).name
 
 
 class _Exported:
@@ -440,8 +459,10 @@ def _export_base(path, spec, engine, all_variants, grid, out: _Exported) -> dict
                     deployed[slot] = None
                     out.why(f"{default}#{slot}", exc)
     claims = json.loads(as_json(verify_spec(spec)))
+    for claim in claims["claims"]:
+        claim["spec"] = _public_path(claim["spec"])
     return {
-        "name": Path(path).stem, "model": spec.model, "path": str(path),
+        "name": Path(path).stem, "model": spec.model, "path": _public_path(path),
         "max_context": None if model.max_context is None else int(model.max_context),
         "options": [{"name": n, "default": o.default, "choices": list(o.choices), "doc": o.doc or ""}
                     for n, o in spec.options.items()],
@@ -486,9 +507,14 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     from ..compiler.queries import QueryEngine
     from ..compiler.spec import load_spec
 
+    from .output_tree import previous_files, relative_files, safe_stem, write_files
+
     out_dir = Path(out_dir)
-    (out_dir / "data").mkdir(parents=True, exist_ok=True)
     spec_paths = sorted(spec_paths)
+    for path in spec_paths:
+        safe_stem(path)                       # names data files and links: checked before any work
+    # refused before any work: a folder specc did not make is never written into or cleaned
+    previous = previous_files(out_dir, "site")
     tasks = [task for _, task in sorted(((-cost, task) for p in spec_paths for task, cost in _parts(p)),
                                         key=lambda t: t[0])]
     report = progress or (lambda done, total, path: None)
@@ -505,13 +531,11 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
             done.append(export_part(task))
             report(len(done), len(tasks), task[0])
     exported = [join_parts([d for task, d in zip(tasks, done) if task[0] == p]) for p in spec_paths]
-    written = []
+    files: dict = {}
     index = []
     for data in exported:
         index.append({"name": data["name"], "model": data["model"], "claims": data["summary"]})
-        target = out_dir / "data" / f"{data['name']}.js"
-        target.write_text(_spec_js(data), encoding="utf-8")
-        written.append(target)
+        files[f"data/{data['name']}.js"] = _spec_js(data)
     engine = QueryEngine.shared(load_spec(spec_paths[0]))
     hardware = Path(spec_paths[0]).resolve().parent / "hardware"
     site = {"specs": index, "devices": export_devices(engine, hardware),
@@ -522,35 +546,38 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
             "deployment": any(i is not None for d in exported for k, i in d["deployed"].items()
                               if not k.endswith(deployment_key({k2: 1 for k2 in DEPLOYMENT_GRID}))),
             "docs": docs_dir is not None, "queries": sorted(_query_names())}
-    target = out_dir / "data" / "site.js"
-    target.write_text("var SPECC_SITE = " + json.dumps(site, ensure_ascii=False, indent=1) + ";\n", encoding="utf-8")
-    written.append(target)
-    target = out_dir / "data" / "exact.js"
-    target.write_text(codegen.prelude("javascript"), encoding="utf-8")
-    written.append(target)
+    files["data/site.js"] = "var SPECC_SITE = " + json.dumps(site, ensure_ascii=False, indent=1) + ";\n"
+    files["data/exact.js"] = codegen.prelude("javascript")
     for asset in sorted(ASSETS.iterdir()):
-        shutil.copyfile(asset, out_dir / asset.name)
-        written.append(out_dir / asset.name)
+        files[asset.name] = asset.read_bytes()
     if docs_dir is not None and Path(docs_dir).is_dir():
-        shutil.copytree(docs_dir, out_dir / "docs", dirs_exist_ok=True)
-        written.append(out_dir / "docs")
-        target = out_dir / "reports.html"
-        target.write_text(_reports_page(index, out_dir / "docs"), encoding="utf-8")
-        written.append(target)
-    return written
+        from .output_tree import MANIFEST
+
+        copied = {f"docs/{rel}": data for rel, data in relative_files(Path(docs_dir)).items()
+                  if rel != MANIFEST}
+        files.update(copied)
+        files["reports.html"] = _reports_page(index, {rel for rel in copied})
+    write_files(out_dir, files, "site", previous)
+    return [out_dir / rel for rel in sorted(files)]
 
 
-def _reports_page(index: list[dict], docs: Path) -> str:
-    """An HTML index of the copied claims reports (docs/ itself is Markdown)."""
+def _reports_page(index: list[dict], docs: set) -> str:
+    """An HTML index of the copied claims reports (docs/ itself is Markdown); `docs`:
+    the copied files' paths."""
     from html import escape
+    from urllib.parse import quote
+
+    from .output_tree import link
 
     rows = []
     for entry in index:
         counts = ", ".join(f"{n} {v}" for v, n in entry["claims"].items() if n) or "no claims"
         name = escape(entry["name"])
-        report = f'<a href="docs/{name}/report.html">claims report</a>' \
-            if (docs / entry["name"] / "report.html").exists() else "no report"
-        rows.append(f'<tr><td>{escape(entry["model"])}</td><td><a href="explorer.html?spec={name}">{name}</a></td>'
+        href = escape(link(f"docs/{entry['name']}/report.html"))
+        report = f'<a href="{href}">claims report</a>' \
+            if f"docs/{entry['name']}/report.html" in docs else "no report"
+        spec = escape(quote(entry["name"], safe=""))
+        rows.append(f'<tr><td>{escape(entry["model"])}</td><td><a href="explorer.html?spec={spec}">{name}</a></td>'
                     f"<td>{escape(counts)}</td><td>{report}</td></tr>")
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -344,6 +344,15 @@ def _op_order(groups: list) -> dict:
     return {r: i for i, r in enumerate(order)}
 
 
+def _layer_set(*sets):
+    """The union of layer collections: a set when small, ranges when huge (never listed)."""
+    from ..compiler.layerset import SMALL, union
+
+    if sum(len(x) for x in sets) <= SMALL:
+        return set().union(*(set(x) for x in sets))
+    return union(*sets)
+
+
 def module_rows(model: Model) -> list:
     """Module rows merged across groups of identical layers: layers = sum of multiplicities,
     in the order of the ops in the block."""
@@ -354,13 +363,13 @@ def module_rows(model: Model) -> list:
         ranks[seg_name] = _op_order(groups)
         for group in groups:
             for row in _group_rows(model, group):
-                row.layer_set = set(group.layers)
+                row.layer_set = _layer_set(group.layers)
                 row.total_params = row.params * row.layers
                 key = (seg_name,) + row.key
                 if key in merged:
                     m = merged[key]
                     m.layers += row.layers
-                    m.layer_set |= set(group.layers)
+                    m.layer_set = _layer_set(m.layer_set, group.layers)
                     m.total_params += row.total_params
                     m.names += [n for n in row.names if n not in m.names]
                 else:

@@ -96,8 +96,59 @@ def find_group(model: Model, block: str | None) -> Group:
     raise RenderError(f"no block '{block}'; choose one of: {', '.join(names)} or a layer index")
 
 
+def _huge(layers) -> bool:
+    """A layer set too large to list: described from its ranges instead (never enumerated)."""
+    from ..compiler.layerset import SMALL
+
+    return len(layers) > SMALL
+
+
+def _ranges_text(layers, limit: int | None = None) -> str:
+    from ..compiler.layerset import ranges_of, union
+
+    try:
+        rs = union(layers).ranges
+    except ValueError:
+        rs = ranges_of(layers)
+    parts = [f"{r.start}" if len(r) == 1 else f"{r.start}–{r[-1]}" + (f" step {r.step}" if r.step != 1 else "")
+             for r in sorted(rs, key=lambda r: r.start)]
+    text = ", ".join(parts)
+    if limit is not None and len(text) > limit:
+        text = text[:limit].rsplit(",", 1)[0] + ", …"
+    return text
+
+
+def merged_layers(sets):
+    """The layers of several groups in order: a sorted tuple when small, ranges when huge."""
+    from ..compiler.layerset import union
+
+    if sum(len(x) for x in sets) <= _small():
+        return tuple(sorted(l for x in sets for l in x))
+    return union(*sets)
+
+
+def same_layers(a, b) -> bool:
+    """Whether two layer collections list the same layers in the same order (compared
+    range by range when huge, never listed)."""
+    from ..compiler.layerset import ranges_of
+
+    if len(a) != len(b):
+        return False
+    if len(a) <= _small():
+        return tuple(a) == tuple(b)
+    return ranges_of(a) == ranges_of(b)
+
+
+def _small() -> int:
+    from ..compiler.layerset import SMALL
+
+    return SMALL
+
+
 def layer_text(layers) -> str:
     """(3,4,5,6,7,9,10) -> '3–7, 9–10'."""
+    if _huge(layers):
+        return _ranges_text(layers)
     layers = sorted(layers)
     if not layers:
         return ""
@@ -115,6 +166,8 @@ def layer_text(layers) -> str:
 def layer_text_short(layers, limit: int = 36) -> str:
     """Compact layer list for labels: arithmetic progressions as 'a–b step k',
     long lists cut with '…' (the layer map shows every layer)."""
+    if _huge(layers):
+        return _ranges_text(layers, limit)
     layers = sorted(layers)
     if len(layers) >= 3:
         step = layers[1] - layers[0]
@@ -264,7 +317,7 @@ def layer_types(model: Model, groups: list) -> list:
     out = []
     for i, members in enumerate(types.values()):
         first = members[0]
-        layers = tuple(sorted(l for m in members for l in m.layers))
+        layers = merged_layers([m.layers for m in members])
         letter = LETTERS[i % 26] + (str(i // 26) if i >= 26 else "")
         out.append(Group(first.segment, i, first.prefix, letter, layers, sum(m.mult for m in members),
                          first.stage, first.ops, members))
@@ -282,7 +335,7 @@ def store_uses(model: Model, group: Group) -> dict:
     out: dict = {}
     for kind, uses in (("w", model.states), ("r", model.reads)):
         for use in uses:
-            if use.segment != group.segment or tuple(use.layers) != tuple(group.layers):
+            if use.segment != group.segment or not same_layers(use.layers, group.layers):
                 continue
             w, r = out.get(use.store, (None, None))
             if kind == "w":

@@ -21,6 +21,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from .dsl.errors import SpecError
+from .dsl.limits import printing_exact
 
 Error = SpecError     # the one exception type of the API
 
@@ -37,6 +38,7 @@ def _exact(value):
     return value
 
 
+@printing_exact
 def display(value, unit: str, extrapolated: bool) -> str:
     """How the CLI prints a value: 8,190,735,360 params; 1/2  ≈ 0.5; a closed form as text."""
     if isinstance(value, bool):
@@ -44,7 +46,9 @@ def display(value, unit: str, extrapolated: bool) -> str:
     if isinstance(value, int):
         pretty, approx = f"{value:,}", ""
     elif isinstance(value, Fraction):
-        pretty, approx = f"{value.numerator}/{value.denominator}", f"  ≈ {float(value):.6g}"
+        from .cli_fast import approx_text   # decimal: no float overflow above 1.8e308
+
+        pretty, approx = f"{value.numerator}/{value.denominator}", f"  ≈ {approx_text(value)}"
     else:
         pretty = str(value)
         approx = f"  ≈ {float(value):.6g}" if getattr(value, "is_number", False) else ""

@@ -39,6 +39,12 @@ class _Main:
         return getattr(self._real(), name)
 
     def __call__(self, *args, **kwargs):
+        # the command line prints exact answers, bounded by dsl/limits.py (~80,000 digits at
+        # most) but beyond Python's 4,300-digit int-to-text guard: lifted for this process
+        from .dsl.limits import PRINTED_DIGITS
+
+        if 0 < getattr(sys, "get_int_max_str_digits", lambda: 0)() < PRINTED_DIGITS:
+            sys.set_int_max_str_digits(PRINTED_DIGITS)
         if not args and not kwargs:
             from .cli_fast import try_fast
 

@@ -17,6 +17,8 @@ import os
 import sys
 from fractions import Fraction
 
+from .dsl.limits import printing_exact
+
 
 # ------------------------------------------------------------------ eval output
 def _json_value(value):
@@ -32,17 +34,41 @@ def _json_value(value):
 
 
 def _float(value):
-    if isinstance(value, (int, Fraction)):
-        return float(value)
-    return float(value) if value.is_number else None
+    """The value as a float for JSON, or None (a closed form, or beyond a float's range:
+    the exact value is printed beside it either way)."""
+    try:
+        if isinstance(value, (int, Fraction)):
+            return float(value)
+        return float(value) if value.is_number else None
+    except (OverflowError, TypeError, ValueError):
+        return None
 
 
+def approx_text(value) -> str:
+    """'4.45314e+263': six significant digits of an exact rational, at any magnitude
+    (decimal arithmetic: no float overflow above 1.8e308)."""
+    from decimal import Context, Decimal
+
+    number = value if isinstance(value, (int, Fraction)) else Fraction(int(value.p), int(value.q))
+    frac = Fraction(number)
+    try:
+        return f"{float(frac):.6g}"
+    except OverflowError:
+        pass
+    quotient = Context(prec=12).divide(Decimal(frac.numerator), Decimal(frac.denominator))
+    mantissa, _, exponent = f"{quotient:.6g}".partition("E" if "E" in f"{quotient:.6g}" else "e")
+    # the float style: e+409 (Decimal prints E+409 or e+409 by context; both lanes print alike)
+    return f"{mantissa}e{exponent[0]}{int(exponent[1:]):02d}" if exponent else mantissa
+
+
+@printing_exact
 def eval_rows(queries, answers) -> list:
     """answers: (value, unit label, extrapolated) per query."""
     return [{"query": text, "value": _json_value(value), "float": _float(value), "unit": unit,
              "extrapolated": bool(extrapolated)} for text, (value, unit, extrapolated) in zip(queries, answers)]
 
 
+@printing_exact
 def render_eval(rows, as_json: bool) -> str:
     if as_json:
         return json.dumps(rows, indent=2)
@@ -51,9 +77,16 @@ def render_eval(rows, as_json: bool) -> str:
         flag = "  (extrapolated)" if row["extrapolated"] else ""
         value = row["value"]
         pretty = f"{value:,}" if isinstance(value, int) else str(value)
-        approx = f"  ≈ {row['float']:.6g}" if row["float"] is not None and not isinstance(value, int) else ""
+        approx = "" if isinstance(value, int) else (
+            f"  ≈ {row['float']:.6g}" if row["float"] is not None
+            else f"  ≈ {approx_text(Fraction(value))}" if isinstance(value, str) and _is_ratio(value) else "")
         lines.append(f"{row['query']} = {pretty} {row['unit']}{approx}{flag}".rstrip())
     return "\n".join(lines)
+
+
+def _is_ratio(text: str) -> bool:
+    head, _, tail = text.partition("/")
+    return head.lstrip("-").isdigit() and tail.isdigit()
 
 
 # ------------------------------------------------------------------ the lane

@@ -67,7 +67,7 @@ def graph(spec, level, block, fmt, output, options):
     from .render.graph_export import to_dot, to_json
     from .render.views import RenderError
 
-    model = compile_spec(_load(spec), **_choices(options))
+    model = compile_spec(_load(spec), None, _choices(options))
     try:
         if level == "full":
             payload = to_json(model) if fmt == "json" else to_dot(model)

@@ -51,6 +51,12 @@ def site(out_dir, spec_glob, docs_dir, jobs):
             click.echo(f"{back}exported {done}/{total} parts ({Path(path).stem}), "
                        f"{time.perf_counter() - start:.0f} s", err=True, nl=not tty or done == total)
 
-    written = write_site(Path(out_dir), paths, docs, jobs=jobs, progress=progress)
+    from .render.views import RenderError
+
+    try:
+        written = write_site(Path(out_dir), paths, docs, jobs=jobs, progress=progress)
+    except RenderError as exc:          # a folder specc did not make, a spec name that cannot be a link
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
     click.echo(f"wrote {len(written)} files to {out_dir} in {time.perf_counter() - start:.0f} s: "
                f"open {Path(out_dir) / 'explorer.html'}")

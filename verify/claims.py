@@ -151,6 +151,7 @@ def load_claims(spec: Spec, extra_files=()) -> list[Claim]:
     claims, seen = [], {}
     for node, _ in entries:
         node = check_keys(node, CLAIM_KEYS, {"id", "eval"}, "claim")
+        _check_one_line(node["id"], "claim id")
         if "expect" not in node and "expect_formula" not in node:
             raise SpecError(f"claim '{node['id']}' needs 'expect:' or 'expect_formula:'", node.loc,
                             expected="expect: 133.6 TFLOPs")
@@ -167,6 +168,17 @@ def load_claims(spec: Spec, extra_files=()) -> list[Claim]:
                             str(node["erratum"]) if node.get("erratum") else None,
                             str(node["note"]) if node.get("note") else None, node.loc))
     return claims
+
+
+def _check_one_line(value, what: str) -> None:
+    """A claim id is printed into CI logs and reports: one line, no control characters
+    (a newline could forge a log line or a GitHub workflow command)."""
+    import re
+
+    bad = re.search("[\x00-\x1f\x7f-\x9f\u2028\u2029]", str(value))
+    if bad:
+        raise SpecError(f"{what} holds a control character (U+{ord(bad.group()):04X})", getattr(value, "loc", None),
+                        expected=f"a {what} on one line, of printable characters")
 
 
 def _tolerance(claim: Claim, expected_q, factor: Fraction, expected_value: Fraction, exp_unit=None):

@@ -265,7 +265,7 @@ def _choices(spec) -> tuple[dict, list]:
 
 def specc_counts(spec, batch: int, tokens: int):
     choices, notes = _choices(spec)
-    model = compile_spec(spec, **choices)
+    model = compile_spec(spec, None, choices)
     params: dict = {}
     flops: dict = {}
     scenario = {B: sp.Integer(batch), S: sp.Integer(0), P: sp.Integer(tokens)}

@@ -145,7 +145,10 @@ def verify_path(spec_path, claim_files=()) -> list:
     results = verify_spec(spec, claim_files)
     engine = QueryEngine.shared(spec)
     store = compile_queries.store_for(engine)
-    files = [Path(spec.path).parent / f for f in spec.claims_files] + [Path(f) for f in claim_files]
+    # where each claims file was really found (beside the spec, a parent, the search path)
+    from .claims import _claims_file
+
+    files = [_claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in claim_files]
     try:
         store.verify[_key(claim_files)] = [_record(r, engine, store) for r in results]
         compile_queries._note_dependencies(engine, store, files)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -12,6 +13,37 @@ from .verdicts import VERDICTS
 
 if TYPE_CHECKING:
     from .claims import Result
+
+
+# ------------------------------------------------------------------ escaping echoed fields
+# control characters (newlines, carriage returns, escape sequences) and the Unicode line breaks
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text) -> str:
+    """A field from a spec or claims file as printed into CI output: on one line, its
+    control characters shown as escapes (\\n, \\x1b), so it can neither start a log line
+    of its own, nor forge a workflow command (GitHub Actions reads a line beginning
+    with `::` as one), nor break XML or move a terminal's cursor."""
+    return _CONTROL.sub(_escape_char, str(text))
+
+
+def _escape_char(m) -> str:
+    char = m.group()
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return named.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+
+def safe_lines(text) -> list[str]:
+    """A multi-line message as lines that are each safe to print (see one_line): a
+    line that would begin with `::` (after spaces) is prefixed with a backslash."""
+    out = []
+    for line in str(text).splitlines():
+        line = one_line(line)
+        if line.lstrip().startswith("::"):
+            line = line.replace("::", "\\::", 1)
+        out.append(line)
+    return out
 
 
 def summary(results: list[Result]) -> dict:
@@ -42,15 +74,15 @@ def _fraction(x) -> Fraction:
 
 def as_text(results: list[Result]) -> str:
     lines = []
-    width = max((len(r.claim.id) for r in results), default=10)
+    width = max((len(one_line(r.claim.id)) for r in results), default=10)
     for r in results:
-        expected = r.claim.expect or r.claim.expect_formula or ""
-        lines.append(f"{r.verdict:<5}  {r.claim.id:<{width}}  {r.claim.source}")
-        lines.append(f"       {r.claim.eval}  =  {r.computed_exact() or '—'}"
+        expected = one_line(r.claim.expect or r.claim.expect_formula or "")
+        lines.append(f"{r.verdict:<5}  {one_line(r.claim.id):<{width}}  {one_line(r.claim.source)}")
+        lines.append(f"       {one_line(r.claim.eval)}  =  {r.computed_exact() or '—'}"
                      + ("   (fact check: reads no model)" if r.claim.fact_check else ""))
         lines.append(f"       computed {r.computed_display()}   expected {expected} {_tol(r)}")
         if r.message and r.verdict != "PASS":
-            lines.extend("       " + line for line in r.message.splitlines())
+            lines.extend("       " + line for line in safe_lines(r.message))
     counts = summary(results)
     lines.append("")
     facts = sum(1 for r in results if r.claim.fact_check)
@@ -86,14 +118,16 @@ def as_junit(results: list[Result]) -> str:
            f'<testsuite name="specc" tests="{len(results)}" failures="{failures}" errors="{counts["ERROR"]}" '
            f'skipped="{counts["XFAIL"]}">']
     for r in results:
-        out.append(f'  <testcase classname={quoteattr(r.claim.spec)} name={quoteattr(r.claim.id)}>')
-        body = escape(f"{r.claim.eval} = {r.computed_exact()}; expected {r.claim.expect or r.claim.expect_formula}. {r.message}")
+        out.append(f'  <testcase classname={quoteattr(one_line(r.claim.spec))} name={quoteattr(one_line(r.claim.id))}>')
+        expected = one_line(r.claim.expect or r.claim.expect_formula)
+        message = "\n".join(safe_lines(r.message or ""))
+        body = escape(f"{one_line(r.claim.eval)} = {r.computed_exact()}; expected {expected}. {message}")
         if r.verdict in ("FAIL", "XPASS"):
             out.append(f'    <failure message={quoteattr(r.verdict)}>{body}</failure>')
         elif r.verdict == "ERROR":
             out.append(f'    <error message="ERROR">{body}</error>')
         elif r.verdict == "XFAIL":
-            out.append(f'    <skipped message={quoteattr("XFAIL: " + (r.claim.erratum or ""))}/>')
+            out.append(f'    <skipped message={quoteattr("XFAIL: " + one_line(r.claim.erratum or ""))}/>')
         out.append('  </testcase>')
     out.append('</testsuite>')
     return "\n".join(out)
@@ -102,8 +136,8 @@ def as_junit(results: list[Result]) -> str:
 def as_markdown(results: list[Result]) -> str:
     out = ["| verdict | claim | source | query | computed | expected |", "|---|---|---|---|---|---|"]
     for r in results:
-        cells = [r.verdict, f"`{r.claim.id}`", r.claim.source, f"`{r.claim.eval}`", r.computed_display(),
-                 f"{r.claim.expect or r.claim.expect_formula} {_tol(r)}".strip()]
+        cells = [r.verdict, f"`{one_line(r.claim.id)}`", one_line(r.claim.source), f"`{one_line(r.claim.eval)}`",
+                 r.computed_display(), f"{one_line(r.claim.expect or r.claim.expect_formula)} {_tol(r)}".strip()]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     counts = summary(results)
     out.append("")

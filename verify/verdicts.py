@@ -1,6 +1,8 @@
 """The verdicts a claim can get, in report order (a module of its own so the
 output formats need neither sympy nor the claim loader)."""
 
+from ..dsl.limits import printing_exact
+
 VERDICTS = ("PASS", "FAIL", "XFAIL", "XPASS", "ERROR")
 
 
@@ -12,11 +14,15 @@ def erratum_verdict(agrees: bool, erratum: str) -> tuple[str, str]:
     return "XFAIL", f"erratum: {erratum}"
 
 
+@printing_exact
 def show_scaled(scaled, decimals: int, label: str) -> str:
     """A computed value already in the claim's unit (an exact Fraction), shown two
     digits finer than printed; an integer is shown as one (78,400 params, not 78,400.00)."""
     if scaled.denominator == 1:
         return f"{scaled.numerator:,} {label}".strip()
     digits = decimals + 2
-    text = f"{float(scaled):,.{digits}f}" if digits < 12 else str(scaled)
+    try:
+        text = f"{float(scaled):,.{digits}f}" if digits < 12 else str(scaled)
+    except OverflowError:                  # beyond a float's range: the exact fraction
+        text = str(scaled)
     return f"{text} {label}".strip()

@@ -8,11 +8,13 @@
 
 const SPECC = (() => {
   const site = SPECC_SITE;
-  const loaded = {};       // spec name -> {data, fns}
-  const waiting = {};      // spec name -> callbacks
+  // keyed by spec name: no prototype, so a spec named __proto__ or constructor is just a name
+  const loaded = Object.create(null);       // spec name -> {data, fns}
+  const waiting = Object.create(null);      // spec name -> callbacks
   const $ = (id) => document.getElementById(id);
   const SCENARIO = ["B", "S", "P", "G", "H"];
   const MINIMA = { B: 1n, S: 0n, P: 1n, G: 1n, H: 0n };
+  const MAX_DIGITS = 15;   // a URL's scenario value: beyond 10^15 tokens or requests is no scenario, only work
   const DEFAULTS = { B: 1n, S: 0n, P: 8192n, G: 1n, H: 8192n };
 
   // ------------------------------------------------------------ exact values
@@ -125,14 +127,15 @@ const SPECC = (() => {
     for (const key of SCENARIO) {
       const raw = q.get(key);
       if (raw === null) continue;
-      if (/^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key]) state[key] = BigInt(raw);
-      else problems.push(`${key}=${raw} is not an integer ≥ ${MINIMA[key]}`);
+      if (/^[0-9]+$/.test(raw) && raw.length > MAX_DIGITS) problems.push(`${key}=${raw.slice(0, 24)}… has more than ${MAX_DIGITS} digits`);
+      else if (/^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key]) state[key] = BigInt(raw);
+      else problems.push(`${key}=${raw.slice(0, 40)} is not an integer ≥ ${MINIMA[key]}`);
     }
     for (const key of DEGREES) {
       const raw = q.get(key);
       if (raw === null) continue;
       const offered = site.deployment_grid[key];
-      const ok = /^[0-9]+$/.test(raw) && BigInt(raw) >= 1n && (!offered || offered.map(String).includes(raw));
+      const ok = /^[0-9]+$/.test(raw) && raw.length <= MAX_DIGITS && BigInt(raw) >= 1n && (!offered || offered.map(String).includes(raw));
       if (ok && (site.deployment || raw === "1")) state[key] = BigInt(raw);
       else if (!site.deployment) problems.push(`this site has no per-device figures (${key}=${raw})`);
       else problems.push(`${key}=${raw} is not offered (${offered ? offered.join(", ") : "an integer ≥ 1"})`);
@@ -148,7 +151,7 @@ const SPECC = (() => {
       else problems.push(`overlap=${overlap} is not true or false`);
     }
     state.format = q.get("format");
-    state.urlOptions = {};
+    state.urlOptions = Object.create(null);
     for (const [k, v] of q.entries()) state.urlOptions[k] = v;
   }
 
@@ -633,7 +636,7 @@ const SPECC = (() => {
     const spec = entry.data;
     const box = $("options");
     box.textContent = "";
-    state.options = {};
+    state.options = Object.create(null);
     for (const o of spec.options) {
       const wanted = fromURL && state.urlOptions[o.name];
       if (wanted && !o.choices.includes(wanted)) problems.push(`option ${o.name} has no choice '${wanted}'`);
