@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from ..compiler.queries import QueryEngine
+from ..compiler.query_registry import plotted
 from . import views as v
 
 DEFAULT_CONTEXTS = [2 ** k for k in range(10, 21)]     # 1K … 1M
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
           "#bcbd22"]
-QUANTITIES = ("state_bytes", "flops", "b_max")     # also the docs' cross-model charts
-EXTRA_QUANTITIES = ("tpot",)                       # on request only (specc plot --quantity tpot)
+# what `specc plot` draws, as the query declarations say (compiler/query_registry.py: plot=)
+QUANTITIES = plotted()                          # also the docs' cross-model charts
+EXTRA_QUANTITIES = plotted(on_request=True)     # on request only (specc plot --quantity tpot)
 
 
 @dataclass

@@ -24,6 +24,7 @@ import sympy as sp
 
 from ..compiler.build import Model
 from ..compiler.queries import QueryEngine
+from ..compiler.query_value import make_call
 from ..dsl.errors import SpecError
 from ..dsl.parser import parse_quantity
 from ..dsl.units import unit_of_terms
@@ -490,8 +491,8 @@ def state_table(engine: QueryEngine, contexts=None, fmt: str | None = None) -> T
               ["Store", "Tags", "Bytes/token (slope)"] + [f"H={h:,}" for h in contexts], [])
     for store in stores + ["total"]:
         comp = f", component={store}" if store != "total" else ""
-        slope = engine.evaluate_text(f"kv_bytes_per_token({comp.lstrip(', ')}{fmt_arg})".replace("(, ", "(")) \
-            if store != "total" else None
+        slope_query = make_call("kv_bytes_per_token", {"component": store, **({"format": fmt} if fmt else {})})
+        slope = engine.evaluate_text(slope_query.text()) if store != "total" else None
         row = [store, ", ".join(engine.spec.stores[store].tags) if store != "total" else "",
                (f"{float(slope.value):,.4g} B" if slope is not None else "")]
         data = {}
@@ -514,15 +515,11 @@ class Column:
     digits: int = 3
 
 
-DEFAULT_COLUMNS = [
-    Column("Params (billion)", "params()", "billion params", 2),
-    Column("Weights (GB, default format)", "weight_bytes()", "GB", 2),
-    Column("Prefill 8K (TFLOPs)", "flops(B=1, S=0, P=8192)", "TFLOPs", 2),
-    Column("Decode at 8K (GFLOPs)", "flops(B=1, S=8192, P=1)", "GFLOPs", 2),
-    Column("Request 128+4 (TFLOPs)", "request_flops(B=1, S=0, P=128, G=4)", "TFLOPs", 2),
-    Column("State 8K (GiB)", "state_bytes(H=8192)", "GiB", 3),
-    Column("State 1M (GiB)", "state_bytes(H=1048576, extrapolate=true)", "GiB", 3),
-]
+def default_columns() -> list:
+    """The compare table's default columns, as the query declarations give them."""
+    from ..compiler.query_registry import default_columns as declared
+
+    return [Column(c.label, make_call(name, c.args).text(), c.unit, c.digits) for name, c in declared()]
 
 
 def parse_column(text: str) -> Column:
@@ -535,7 +532,7 @@ def parse_column(text: str) -> Column:
 
 
 def compare_table(engines: list, columns=None, title: str = "Comparison") -> Table:
-    columns = columns or DEFAULT_COLUMNS
+    columns = columns or default_columns()
     t = Table(title, ["Model"] + [c.label for c in columns], [])
     any_ext = False
     for e in engines:
