@@ -303,10 +303,19 @@ def print_query(value) -> str:
 
 def make_call(name: str, args) -> Call:
     """A Call from plain values: (key, value) pairs or a dict, a str value being a bare name
-    (h100_sxm, true, P) and bool true/false; ints and Fractions stay numbers."""
+    (h100_sxm, true, P) or query text ('2 GiB'), a bool true/false, None left out; ints
+    and Fractions stay numbers."""
     pairs = args.items() if isinstance(args, dict) else args
-    return Call(name, tuple((k, Name(v) if isinstance(v, str) else Name("true" if v else "false")
-                             if isinstance(v, bool) else v) for k, v in pairs))
+    return Call(name, tuple((k, _plain(v)) for k, v in pairs if v is not None))
+
+
+def _plain(value):
+    if isinstance(value, bool):
+        return Name("true" if value else "false")
+    if isinstance(value, str):
+        # a name (h100_sxm, true, P) or a quantity such as '2 GiB', printed as given
+        return Name(value) if value.isidentifier() else Expr((value,))
+    return value
 
 
 # ------------------------------------------------------------------ scenario arguments

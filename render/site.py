@@ -26,6 +26,8 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..compiler.query_value import make_call
+
 ASSETS = Path(__file__).with_name("site_assets")
 # argument order of every exported function
 SCENARIO_ARGS = ("B", "S", "P", "G", "H")
@@ -138,8 +140,6 @@ def query_text(fig: Figure, values: dict | None, extra: dict) -> str:
     then binds: flops(S=H) is the function of S called at the page's H). extra
     holds option/format arguments. Printed by the one query printer; the page
     builds the same text (explorer.js)."""
-    from ..compiler.query_value import make_call
-
     args = [(arg, (arg if values is None else values[src]) if isinstance(src, str) else src) for arg, src in fig.args]
     return make_call(fig.query, args + list(extra.items())).text()
 
@@ -187,7 +187,7 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
         for field, query in (("memory", "device_memory"), ("flops", "device_flops"),
                              ("bandwidth", "device_bandwidth"), ("link", "device_link")):
             try:
-                row[field] = str(_exact(engine.evaluate_text(f"{query}(device={path.stem})").value))
+                row[field] = str(_exact(engine.evaluate_text(make_call(query, {"device": path.stem}).text()).value))
             except SpecError:
                 row[field] = None        # the datasheet does not give this fact
         row["memory_text"] = str(raw.get("memory", ""))

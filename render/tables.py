@@ -427,7 +427,7 @@ def params_table(engines: list) -> Table:
     for e in engines:
         row, data = [e.spec.model], {}
         for g in groups:
-            value = e.evaluate_text(f"params(group={g})").value
+            value = e.evaluate_text(make_call("params", {"group": g}).text()).value
             data[g] = value
             row.append(_billions(value))
         total = e.evaluate_text("params()").value
@@ -486,18 +486,17 @@ DEFAULT_CONTEXTS = [8192, 131072, 1048576]
 def state_table(engine: QueryEngine, contexts=None, fmt: str | None = None) -> Table:
     contexts = contexts or DEFAULT_CONTEXTS
     stores = [s for s in engine.spec.stores if any(u.store == s for u in engine.model({}).states)]
-    fmt_arg = f", format={fmt}" if fmt else ""
     t = Table(f"{engine.spec.model}: per-request state by store" + (f" (format {fmt})" if fmt else ""),
               ["Store", "Tags", "Bytes/token (slope)"] + [f"H={h:,}" for h in contexts], [])
     for store in stores + ["total"]:
-        comp = f", component={store}" if store != "total" else ""
-        slope_query = make_call("kv_bytes_per_token", {"component": store, **({"format": fmt} if fmt else {})})
-        slope = engine.evaluate_text(slope_query.text()) if store != "total" else None
+        slope = engine.evaluate_text(make_call("kv_bytes_per_token", {"component": store, "format": fmt}).text()) \
+            if store != "total" else None
         row = [store, ", ".join(engine.spec.stores[store].tags) if store != "total" else "",
                (f"{float(slope.value):,.4g} B" if slope is not None else "")]
         data = {}
         for h in contexts:
-            q = engine.evaluate_text(f"state_bytes(H={h}{comp}{fmt_arg}, extrapolate=true)")
+            q = engine.evaluate_text(make_call("state_bytes", {"H": h, "component": None if store == "total" else store,
+                                                              "format": fmt, "extrapolate": True}).text())
             data[h] = q.value
             row.append(v.binary_bytes(q.value) + (" *" if q.extrapolated else ""))
         t.rows.append(row)
