@@ -29,6 +29,7 @@ from ..dsl.errors import SpecError
 from ..dsl.units import DISPLAY, dims_name
 from . import compiled
 from .compiled import Answer, Store, Template
+from .patterns import NoClosedForm
 from .queries import QueryEngine
 from .query_base import ContextLimit
 
@@ -131,8 +132,10 @@ def _template(engine: QueryEngine, template: str, bind, vector: bool = False) ->
         if vector:
             grid = (codegen.emit(value, names, "vector", name="q"),
                     tuple(codegen.emit(c.context, names, "vector", name="c") for c in checks))
-    except (SpecError, codegen.CodegenError):
-        return None   # a check that needs concrete values (G >= 1, a name) or a form codegen cannot print
+    except (SpecError, codegen.CodegenError, NoClosedForm):
+        # a check that needs concrete values (G >= 1, a name), a sum over decode steps with no
+        # closed form in symbols (patterns.range_sum), or a form codegen cannot print
+        return None
     except (TypeError, ValueError, ZeroDivisionError) as exc:
         if not _undecided_by_sympy(exc):
             raise     # a bug of specc, not a query without a closed form: never hidden by the slow lane
