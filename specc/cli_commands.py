@@ -3,6 +3,7 @@ names them; each is a plain click command that knows nothing of the group)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 
@@ -83,7 +84,9 @@ def eval_(spec, queries, as_json, symbolic, no_fast):
     specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
     specc eval <model> 'params()'           (a spec shipped with specc, by name, from any folder)
     \b
-    Combine queries with + - * / // floor ceil min max.
+    Combine queries with + - * / // floor ceil min max. Each query is answered on
+    its own: one that fails prints its located error, the others still print, and
+    the exit status is 2.
     """
     # each query is answered on its own: a failing one prints its located error (stderr)
     # and the others still print; the exit status is 2 when any failed
@@ -132,8 +135,10 @@ def _print_eval(queries, rows, as_json: bool, render_eval) -> bool:
 # the query list of `eval --help` comes from the one registration table (stdlib-only import)
 from .compiler.query_registry import help_lines as _query_help_lines  # noqa: E402
 
-eval_.help += "\n\n\b\nQueries, by family (the README's query table says what each answers):\n" + "\n".join(
-    _query_help_lines())
+# (the docstring is dedented first: click dedents help at print time, and unindented lines appended
+# to an indented docstring would keep all of it indented)
+eval_.help = inspect.cleandoc(eval_.help) + "\n\n\b\nQueries, by family (the README's query table says what each " \
+    "answers):\n" + "\n".join(_query_help_lines())
 
 
 @click.command()
