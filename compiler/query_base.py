@@ -117,8 +117,6 @@ class _Args:
     """A query call's keyword arguments, with typed, checked accessors. With the
     query's declaration (compiler/query_registry.py), only its parameters can be read."""
 
-    SCENARIO_NAMES = {"B", "S", "P", "G", "H"}
-
     def __init__(self, values: dict, loc, engine, evaluators, nodes: dict | None = None, declaration=None):
         self.values = values
         self.loc = loc
