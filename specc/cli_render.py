@@ -9,6 +9,7 @@ import click
 
 from .cli_support import load_spec_file
 from .cli_spec import SPEC
+from .compiler.query_registry import plotted
 
 
 def _choices(options) -> dict:
@@ -144,7 +145,7 @@ def table(specs, kind, fmt, columns, scenarios, contexts, unit, state_format, ou
 
 @click.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
-@click.option("--quantity", type=click.Choice(["state_bytes", "flops", "b_max", "tpot"]), default="state_bytes",
+@click.option("--quantity", type=click.Choice(list(plotted() + plotted(on_request=True))), default="state_bytes",
               show_default=True)
 @click.option("--device", default="h100_sxm", show_default=True, help="b_max, tpot: a device under specs/hardware/ (tpot: several, comma-separated).")
 @click.option("--workspace", default="2 GiB", show_default=True, help="b_max: reserved memory.")
