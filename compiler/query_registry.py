@@ -123,11 +123,6 @@ class Query:
     def signature(self) -> str:
         return f"{self.name}({', '.join(str(p) for p in self.params)})"
 
-    @property
-    def args(self) -> str:
-        """The parameters as users write them (the signature without the name)."""
-        return self.signature[len(self.name) + 1:-1]
-
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
 
