@@ -118,10 +118,12 @@ class Call(_Value):
         return tuple(k for k, _ in self.args if k is not None)
 
     def with_args(self, updates: dict) -> "Call":
-        """The call with these arguments replaced in place, and the new ones appended."""
+        """The call with these arguments replaced in place and the new ones appended (plain
+        values as make_call takes them; None leaves an argument out)."""
+        updates = {k: _plain(v) for k, v in updates.items()}
         args = [(k, updates[k] if k in updates else v) for k, v in self.args]
         args += [(k, v) for k, v in updates.items() if k not in self.keys()]
-        return Call(self.name, tuple(args))
+        return Call(self.name, tuple((k, v) for k, v in args if v is not None))
 
     def bound(self, declaration) -> dict:
         """Every declared parameter -> its value here, else its declared default
@@ -310,12 +312,22 @@ def make_call(name: str, args) -> Call:
 
 
 def _plain(value):
+    if value is None or isinstance(value, (Name, Expr, Call)):
+        return value
     if isinstance(value, bool):
         return Name("true" if value else "false")
     if isinstance(value, str):
         # a name (h100_sxm, true, P) or a quantity such as '2 GiB', printed as given
         return Name(value) if value.isidentifier() else Expr((value,))
     return value
+
+
+def call_with_arguments(name: str, arguments: str) -> Call | None:
+    """The call `name(...)` with the arguments a user wrote as text (a table's
+    --scenario 'B=1, S=0, P=8192'); None when they cannot be read as arguments."""
+    expr = Expr.parse(f"{name}({arguments})")      # parsed, never printed back as text
+    call = expr.call if expr is not None else None
+    return call if call is not None and call.name == name else None
 
 
 # ------------------------------------------------------------------ scenario arguments

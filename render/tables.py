@@ -449,6 +449,19 @@ def _billions(value) -> str:
 DEFAULT_SCENARIOS = [("prefill 8K", "B=1, S=0, P=8192"), ("decode at 8K", "B=1, S=8192, P=1")]
 
 
+def _scenario_query(name: str, arguments: str, **more) -> str:
+    """The query `name` at the scenario arguments a user wrote ('B=1, S=0, P=8192'), with
+    `more` arguments and extrapolate=true (a table runs past a model's context, flagged)."""
+    from ..compiler.query_value import call_with_arguments
+    from ..dsl.errors import Loc
+
+    call = call_with_arguments(name, arguments)
+    if call is None:
+        raise SpecError(f"cannot read the arguments '{arguments}'", Loc("<scenario>", 1, 1, source_text=arguments),
+                        expected="NAME=VALUE, ... such as B=1, S=0, P=8192")
+    return call.with_args({**more, "extrapolate": True}).text()
+
+
 def flops_table(engine: QueryEngine, scenarios=None, unit: str = "GFLOPs") -> Table:
     scenarios = scenarios or DEFAULT_SCENARIOS
     model = engine.model({})
@@ -458,7 +471,7 @@ def flops_table(engine: QueryEngine, scenarios=None, unit: str = "GFLOPs") -> Ta
     for comp in comps + ["total"]:
         row, data = [comp], {}
         for label, args in scenarios:
-            q = engine.evaluate_text(f"flops({args}{', component=' + comp if comp != 'total' else ''}, extrapolate=true)")
+            q = engine.evaluate_text(_scenario_query("flops", args, component=None if comp == "total" else comp))
             data[label] = q.value
             row.append(f"{convert(q, unit):,.3f}" + (" *" if q.extrapolated else ""))
         t.rows.append(row)
@@ -470,7 +483,7 @@ def flops_table(engine: QueryEngine, scenarios=None, unit: str = "GFLOPs") -> Ta
         for st in stages:
             row, data = [f"stage {st}"], {}
             for label, args in scenarios:
-                q = engine.evaluate_text(f"flops({args}, stage={st}, extrapolate=true)")
+                q = engine.evaluate_text(_scenario_query("flops", args, stage=st))
                 data[label] = q.value
                 row.append(f"{convert(q, unit):,.3f}")
             t.rows.append(row)
@@ -563,7 +576,7 @@ def roofline_table(engine: QueryEngine, args: str | None = None) -> Table:
     """One row per op of call_time(args) (per device), then communication and the total;
     the rows add up to call_time itself (checked here, not assumed)."""
     args = args or DEFAULT_ROOFLINE
-    total = engine.evaluate_text(f"call_time({args}, extrapolate=true)")
+    total = engine.evaluate_text(_scenario_query("call_time", args))
     rows, comm_s, overlap = engine.last_roofline
     t = Table(f"{engine.spec.model}: roofline of call_time({args})",
               ["Op", "Kind", "GFLOPs", "MB", "FLOP/B", "Bound", "Time (µs)"], [])

@@ -140,3 +140,14 @@ def test_random_queries_print_the_same_in_both_lanes(cli):
                for _ in range(20)] + ["tpot(H=100, device=h100_sxm, mf=1)", "state_bytes(H=8000)"]
     fast, slow = cli("eval", SPEC, *queries), cli("eval", "--no-fast", SPEC, *queries)
     assert fast.stdout == slow.stdout and fast.stderr == slow.stderr and fast.exit_code == slow.exit_code == 2
+
+
+def test_user_written_arguments_become_a_call():
+    from specc.compiler.query_value import call_with_arguments
+
+    call = call_with_arguments("flops", "B=1, S=0,P=8192")
+    assert call.with_args({"component": "attention", "extrapolate": True}).text() == \
+        "flops(B=1, S=0, P=8192, component=attention, extrapolate=true)"
+    assert call.with_args({"S": 5, "B": None}).text() == "flops(S=5, P=8192)"
+    assert call_with_arguments("flops", "B=1) + params(") is None
+    assert call_with_arguments("flops", "B=1, (") is None
