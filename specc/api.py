@@ -204,8 +204,7 @@ def _query_method(info):
         return method
 
     def method(self, symbolic: bool = False, **args) -> Result:
-        return self.eval(info.name, symbolic=symbolic, **args) if args else \
-            self.eval(f"{info.name}()", symbolic=symbolic)
+        return self.eval(_call(info.name, args).text(), symbolic=symbolic)
 
     for p in info.params:
         if p.positional:
