@@ -277,7 +277,7 @@ def b_max(engine, model, a) -> Quantity:
         raise SpecError("b_max with allocator=vllm needs H >= 1", a.loc, expected="H=1 or more")
     per_request = cap.pool.request_blocks(int(length), cap.batched)
     fits = max(0, cap.usable) // per_request
-    return Quantity(sp.Integer(cap.dep.ep * cap.dep.dp * fits), NONE, ext)
+    return Quantity(sp.Integer(cap.dep.dp * fits), NONE, ext)   # each dp group holds its own requests
 
 
 def h_max(engine, model, a) -> Quantity:

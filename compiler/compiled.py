@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -132,37 +131,23 @@ _SETTLED = 2_000_000_000        # ns: far above any file system's timestamp gran
 
 
 # ------------------------------------------------------------------ normalization
-# a literal scenario argument: `P=8192` followed by `,` or `)`
-_SCENARIO_ARG = re.compile(r"(?<![\w.])([BSPGH])\s*=\s*(\d+)(?=\s*[,)])")
-# any other use of a scenario letter as a name (not a keyword, not the unit B after a number)
-_LETTER = re.compile(r"(?<![\w.])([BSPGH])(?![\w.])")
-_KEYWORD_AFTER = re.compile(r"\s*=")
-_NUMBER_BEFORE = re.compile(r"\d\s*$")
-
-
 def normalize(text: str) -> tuple[str, dict]:
     """(template, bindings): non-zero literal scenario arguments become parameters.
 
     A name bound to two different values keeps its literals (one closed form
     cannot be both); zero stays literal, because P = 0 and G = 0 are errors the
     symbolic engine must see, and S = 0 simplifies the closed form. A text that
-    uses a scenario letter any other way is not templated at all."""
-    for m in _LETTER.finditer(text):
-        after, before = text[m.end():], text[:m.start()]
-        if not _KEYWORD_AFTER.match(after) and not (m.group(1) == "B" and _NUMBER_BEFORE.search(before)):
-            return text, {}
-    values: dict = {}
-    for m in _SCENARIO_ARG.finditer(text):
-        values.setdefault(m.group(1), set()).add(int(m.group(2)))
-    bind = {k: next(iter(v)) for k, v in values.items() if len(v) == 1 and 0 not in v}
+    uses a scenario letter any other way, or that compiler/query_value.py cannot
+    read, is not templated at all. The template is printed by the one query printer."""
+    from .query_value import Expr, Name, substitute, scenario_literals, uses_scenario_names
+
+    expr = Expr.parse(text)
+    if expr is None or uses_scenario_names(expr):
+        return text, {}
+    bind = {k: next(iter(v)) for k, v in scenario_literals(expr).items() if len(v) == 1 and 0 not in v}
     if not bind:
         return text, {}
-
-    def sub(m):
-        name = m.group(1)
-        return f"{name}={name}" if name in bind else m.group(0)
-
-    return _SCENARIO_ARG.sub(sub, text), bind
+    return substitute(expr, {k: Name(k) for k in bind}).text(), bind
 
 
 # ------------------------------------------------------------------ running printed code

@@ -28,13 +28,13 @@ class CapacityQueries:
     def _budget(self, model, a, need_state=True):
         """(free bytes per stage for state, per-request state per stage as expressions in H, deployment)."""
         # kv_memory= gives each device's state budget directly (vLLM's --kv-cache-memory-bytes)
-        kv_memory = a.quantity("kv_memory", BYTES, None)
+        kv_memory = a.quantity("kv_memory", BYTES, None) if a.declares("kv_memory") else None
         memory = self._memory_of(a, a.name("device", required=True)) if kv_memory is None else None
         workspace = a.quantity("workspace", BYTES, sp.Integer(0))
         fmt = self._format_of(a)
         dep = self._deployment(a)
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
-        block = self._block(a)
+        block = self._block(a) if a.declares("block") else None
         weights, states = [], []
         for op in model.ops:
             amount = sp.Add(*[self._stored_bytes(model, fmt, op, w) for w in op.weights])

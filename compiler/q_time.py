@@ -251,7 +251,7 @@ class TimeQueries:
     def q_call_time(self, model, a):
         batch, cached, new, _ = self._call_scenario(a)
         seconds, ext = self._timed(model, a, batch, cached, new)
-        return Quantity(seconds, SECONDS, ext, self.last_compute)
+        return Quantity(seconds, SECONDS, ext, note=self.last_compute)
 
     def q_ttft(self, model, a):
         """One request's time to first token: its prompt of P tokens prefilled in chunks of
@@ -277,7 +277,7 @@ class TimeQueries:
         decode = [(others, length, sp.Integer(1))] if others != 0 else []
         if budget is None:
             seconds = self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(0), new)] + decode)
-            return Quantity(seconds, SECONDS, ext, self.last_compute)
+            return Quantity(seconds, SECONDS, ext, note=self.last_compute)
         # each dp group schedules its own steps: the budget serves that group's decode rows
         rows_beside = self._deployment(a, ("tp", "pp", "ep", "dp")).requests_per_device(others)
         chunk = budget - rows_beside
@@ -292,19 +292,19 @@ class TimeQueries:
             step = min(chunk, new - done)
             total += self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(done), sp.Integer(step))] + decode)
             done += step
-        return Quantity(total, SECONDS, ext, self.last_compute)
+        return Quantity(total, SECONDS, ext, note=self.last_compute)
 
     def q_tpot(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B", 1)
         seconds, ext = self._timed(model, a, batch, length, sp.Integer(1))
-        return Quantity(seconds, SECONDS, ext, self.last_compute)
+        return Quantity(seconds, SECONDS, ext, note=self.last_compute)
 
     def q_throughput(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B")
         if batch < 1:
             raise SpecError("throughput needs B >= 1", a.loc, expected="B=1 or more")
         seconds, ext = self._timed(model, a, batch, length, sp.Integer(1))
-        return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext, self.last_compute)
+        return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext, note=self.last_compute)
 
     def roofline_forms(self, choices: dict, fmt: str | None = None, tp: int = 1, pp: int = 1, ep: int = 1,
                        act_bytes=2, rows: bool = True, dp: int | None = None) -> dict:

@@ -12,8 +12,6 @@ a query's cost does not depend on the context length."""
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import re
 from pathlib import Path
 
 import sympy as sp
@@ -36,24 +34,17 @@ from .q_state import StateQueries
 from .q_structure import StructureQueries
 from .q_time import TimeQueries
 from .query_base import PAIRS, Quantity, _Args, _env  # noqa: F401  (re-exported: other modules import them from here)
-from .query_registry import REGISTRY, SPECIAL_FORMS
+from .query_registry import ARGUMENT_NAMES, REGISTRY, SPECIAL_FORMS, unknown_argument_hint
 from .spec import Spec
 from .symbols import SCENARIO
 from .training import TrainingQueries
 
-# query name -> QueryInfo (family, args, unit, doc); str(info) is its one-line summary
+# query name -> its declaration (compiler/query_registry.py); str(info) is its one-line summary
 QUERIES = REGISTRY
 # Any query also takes spec=NAME: evaluate it against the sibling spec NAME.yaml
 # (e.g. kv_bytes_per_token(spec=other_model) / kv_bytes_per_token()), and
-# DIM=value for a what-if variant with a dimension changed (kv_bytes_per_token(n_kv=4)).
-_FILTERS = {"stage", "component", "op", "layer", "group"}
-# argument names queries use; a spec dimension of the same name cannot be overridden in a query
-_QUERY_ARGS = {"B", "S", "P", "G", "H", "format", "device", "workspace", "extrapolate", "precision", "optimizer",
-               "checkpointing", "backward", "spec", "tp", "pp", "ep", "dp", "per_device", "zero", "memory",
-               "block", "dtype", "mfu", "mbu", "overlap", "activations", "act_bytes", "link", "flops", "bandwidth",
-               "link_bandwidth", "scale_out_bandwidth", "latency", "ignore_fit", "efficiency",
-               "max_num_batched_tokens", "convention", "weights", "kv", "compute", "allocator", "kv_memory",
-               "block_size"} | _FILTERS
+# DIM=value for a what-if variant with a dimension changed (kv_bytes_per_token(n_kv=4)),
+# unless DIM is the name of an argument some query declares (ARGUMENT_NAMES).
 
 
 def _hardware_file(spec_path: str, device: str, loc) -> Path:
@@ -256,16 +247,19 @@ class _QueryEvaluator:
                                 f"{'to' if node.op == '+' else 'from'} {dims_name(left.dims)}", node.loc,
                                 expected="operands with the same unit")
             value = left.value + right.value if node.op == "+" else left.value - right.value
-            return Quantity(value, left.dims or right.dims, ext)
+            return Quantity(value, left.dims or right.dims, ext, left.conditions + right.conditions)
         if node.op == "*":
-            return Quantity(left.value * right.value, combine(left.dims, right.dims, 1), ext)
+            return Quantity(left.value * right.value, combine(left.dims, right.dims, 1), ext,
+                            left.conditions + right.conditions)
         if node.op in ("/", "//"):
             if right.value == 0:
                 raise SpecError("division by zero in query", node.loc)
             value = left.value / right.value
-            return Quantity(sp.floor(value) if node.op == "//" else value, combine(left.dims, right.dims, -1), ext)
+            return Quantity(sp.floor(value) if node.op == "//" else value, combine(left.dims, right.dims, -1), ext,
+                            left.conditions + right.conditions)
         if node.op == "**" and right.dims == NONE and left.dims == NONE:
-            return Quantity(checked_power(left.value, right.value, node.loc), NONE, ext)
+            return Quantity(checked_power(left.value, right.value, node.loc), NONE, ext,
+                            left.conditions + right.conditions)
         raise SpecError(f"operator '{node.op}' is not supported in queries", node.loc)
 
     def _call(self, node: ast.Call) -> Quantity:
@@ -279,7 +273,8 @@ class _QueryEvaluator:
             if not args or any(a.dims != args[0].dims for a in args):
                 raise SpecError(f"{node.func}() needs arguments with one unit", node.loc)
             fn = {"floor": sp.floor, "ceil": sp.ceiling, "min": sp.Min, "max": sp.Max, "abs": sp.Abs}[node.func]
-            return Quantity(fn(*[a.value for a in args]), args[0].dims, any(a.extrapolated for a in args))
+            return Quantity(fn(*[a.value for a in args]), args[0].dims, any(a.extrapolated for a in args),
+                            sum((a.conditions for a in args), ()))
         if node.func not in QUERIES:
             raise SpecError(f"unknown query '{node.func}'", node.loc, span=len(node.func),
                             expected=did_you_mean(node.func, list(QUERIES) + ["floor", "ceil", "min", "max"]))
@@ -325,7 +320,7 @@ class _QueryEvaluator:
                 raise SpecError(f"argument '{kw.name}=' is given twice", kw.loc, span=len(kw.name),
                                 expected="each argument once")
             nodes[kw.name] = kw.value
-            if kw.name in spec.dims and kw.name not in _QUERY_ARGS:
+            if kw.name in spec.dims and kw.name not in ARGUMENT_NAMES:
                 # a what-if variant: the query runs on the model with this dimension changed
                 value = self.eval(kw.value)
                 if value.dims != NONE or not value.value.is_Integer or value.value < 0:
@@ -354,36 +349,29 @@ class _QueryEvaluator:
                                     expected="a value >= 0")
                 if values[kw.name].dims == NONE and kw.name not in ("workspace",):
                     values[kw.name] = values[kw.name].value
-        args = _Args(values, node.loc, engine, {"symbolic_ok": self.symbolic_ok}, nodes)
+        _check_declared(node, values)
+        args = _Args(values, node.loc, engine, {"symbolic_ok": self.symbolic_ok}, nodes, QUERIES[node.func])
         model = engine.model(choices, overrides)
         try:
             result = getattr(engine, "q_" + node.func)(model, args)
         except SpecError as exc:
-            # an argument the query does not document explains a 'missing P' better: p= was meant as P=
-            _unknown_argument(node, values, args, nodes, documented_only=True)
             raise _at_argument(exc, node) from None
-        _unknown_argument(node, values, args, nodes)
+        if args.conditions:
+            result = dataclasses.replace(result, conditions=result.conditions + tuple(args.conditions))
         return result
 
 
-def _documented_args(func: str) -> set:
-    """Argument names in a query's documentation line: 'flops(B=1, S=0, P, ...)' -> {B, S, P, ...}."""
-    head = str(QUERIES[func]).split(" — ")[0]
-    inside = head[head.find("(") + 1:head.rfind(")")]
-    return {m.group(1) for m in re.finditer(r"([A-Za-z_]\w*)\s*(?:=|,|$)", inside)}
-
-
-def _unknown_argument(node, values, args, nodes, documented_only: bool = False):
-    documented = _documented_args(node.func)
-    unused = set(values) - args.used - {"extrapolate"} - (documented if documented_only else set())
-    if unused:
-        key = sorted(unused)[0]
-        known = sorted(args.used | documented)
-        close = [k for k in known if k.lower() == key.lower()] or difflib.get_close_matches(key, known, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        loc = next((kw.loc for kw in node.kwargs if kw.name == key), node.loc)
-        raise SpecError(f"unknown argument '{key}': {node.func}() does not take '{key}='{hint}", loc, span=len(key),
-                        expected=str(QUERIES[node.func]))
+def _check_declared(node, values) -> None:
+    """Every argument (beyond the spec's options and dimensions, spec= and extrapolate=)
+    is one the query declares; else an error naming the closest declared one."""
+    info = QUERIES[node.func]
+    for kw in node.kwargs:
+        key = kw.name
+        if key in values and key not in info.names and key != "extrapolate":
+            close = unknown_argument_hint(node.func, key)
+            hint = f" (did you mean {close}?)" if close else ""
+            raise SpecError(f"unknown argument '{key}': {node.func}() does not take '{key}='{hint}", kw.loc,
+                            span=len(key), expected=str(info))
 
 
 def _at_argument(exc: SpecError, node) -> SpecError:

@@ -11,8 +11,10 @@ import sympy as sp
 
 from ..dsl.errors import BeyondContext, SpecError
 from ..dsl.units import BYTES, FLOPS, NONE, SECONDS, TOKENS, combine, dims_name
-from .build import Model
 from .symbols import SCENARIO
+
+# "Model" (compiler/build.py) appears in annotations only: importing build here would close a
+# cycle (build -> spec -> schemes -> query_base)
 
 PAIRS = NONE
 # a positive stand-in for the context length while summing over decode steps
@@ -23,15 +25,28 @@ _FAR, _SPAN = sp.Integer(10) ** 18, sp.Integer(2) ** 20 * sp.ilcm(*range(1, 65))
 
 
 @dataclass(frozen=True)
+class ContextLimit:
+    """A side condition of a closed form: `context` (an expression in the scenario
+    symbols) may not exceed `limit` (the spec's max_context) unless `allowed`
+    (extrapolate=true), where the answer is flagged extrapolated. The compiled lane
+    prints `context` and checks it at each concrete point (compiler/compile_queries.py)."""
+    context: sp.Expr
+    limit: int
+    allowed: bool
+
+
+@dataclass(frozen=True)
 class Quantity:
     value: sp.Expr
     dims: tuple
     extrapolated: bool = False
+    # side conditions of a closed form (ContextLimit, ...): checked at concrete values by whoever evaluates it
+    conditions: tuple = ()
     note: str = ""          # a convention the answer used, printed after it (e.g. "compute fp8")
 
     def with_value(self, value, dims=None, extrapolated=None) -> "Quantity":
         return Quantity(value, self.dims if dims is None else dims,
-                        self.extrapolated if extrapolated is None else extrapolated, self.note)
+                        self.extrapolated if extrapolated is None else extrapolated, self.conditions, self.note)
 
 
 
@@ -73,7 +88,7 @@ def _settle_conditions(expr, var, lo, hi):
 
 
 
-def _env(model: Model) -> dict:
+def _env(model: "Model") -> dict:
     from .symbols import DTYPE_BYTES
 
     env = dict(DTYPE_BYTES)
@@ -82,21 +97,47 @@ def _env(model: Model) -> dict:
     return env
 
 
+class UndeclaredArgument(AssertionError):
+    """A query's code read a parameter its declaration does not list: a bug of specc
+    (the declaration is what users are told), never a user error."""
+
+
+class _Read(set):
+    """The parameters a query's code read; reading one its declaration lacks is a bug."""
+
+    def __init__(self, declared):
+        super().__init__()
+        self.declared = declared
+
+    def add(self, key):
+        if self.declared is not None and key not in self.declared:
+            raise UndeclaredArgument(f"a query read '{key}=', which its declaration does not list "
+                                     f"({', '.join(sorted(self.declared))})")
+        super().add(key)
+
+
 class _Args:
-    """A query call's keyword arguments, with typed, checked accessors."""
+    """A query call's keyword arguments, with typed, checked accessors. With the
+    query's declaration (compiler/query_registry.py), only its parameters can be read."""
 
-    SCENARIO_NAMES = {"B", "S", "P", "G", "H"}
-
-    def __init__(self, values: dict, loc, engine, evaluators, nodes: dict | None = None):
+    def __init__(self, values: dict, loc, engine, evaluators, nodes: dict | None = None, declaration=None):
         self.values = values
         self.loc = loc
         self.engine = engine
         self.evaluators = evaluators
         self.nodes = nodes or {}
-        self.used: set = set()
+        self.declaration = declaration
+        declared = None if declaration is None else set(declaration.names) | {"extrapolate"}
+        self.used: set = _Read(declared)
+        self.conditions: list = []      # side conditions at symbolic values (ContextLimit)
 
     def raw(self, key):
+        self.used.add(key)
         return self.values.get(key)
+
+    def declares(self, key) -> bool:
+        """Whether this query takes `key` (code shared by several queries reads only those)."""
+        return self.used.declared is None or key in self.used.declared
 
     def _node_loc(self, key):
         node = self.nodes.get(key)
@@ -159,19 +200,26 @@ class _Args:
         return out
 
     def check_bound(self, value, limit) -> None:
-        """A condition value <= limit that a symbolic value cannot settle: compiled queries
-        record it and re-check it at their arguments (else the symbolic path reports it)."""
+        """A condition value <= limit that a symbolic value cannot settle (a deployment's fit):
+        a side condition of the result, never allowed past, so the compiled lane re-checks it
+        at its arguments and leaves a violation to the symbolic path, which reports it."""
+        self.conditions.append(ContextLimit(value, int(limit), False))
 
-    def check_context(self, model: Model, context) -> bool:
-        """Beyond the spec's max context is an error unless extrapolate=true; then it is flagged."""
+    def check_context(self, model: "Model", context) -> bool:
+        """Beyond the spec's max context is an error unless extrapolate=true; then it is flagged.
+        At a symbolic context the check is a side condition of the result (self.conditions)."""
         self.used.add("extrapolate")
-        if model.max_context is None or not isinstance(context, sp.Integer):
-            return False
-        if context <= model.max_context:
+        if model.max_context is None:
             return False
         flag = self.values.get("extrapolate")
         flag = flag.value if isinstance(flag, Quantity) else flag
-        if flag in ("true", 1, sp.Integer(1)):
+        allowed = flag in ("true", 1, sp.Integer(1))
+        if not isinstance(context, sp.Integer):
+            self.conditions.append(ContextLimit(context, int(model.max_context), allowed))
+            return False
+        if context <= model.max_context:
+            return False
+        if allowed:
             return True
         raise BeyondContext(f"context {context} exceeds {self.engine.spec.model}'s maximum of {model.max_context}",
                         self.loc, expected="a shorter context, or extrapolate=true to extrapolate by formula")

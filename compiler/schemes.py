@@ -205,14 +205,17 @@ def choose(engine, a) -> FormatChoice:
         raise SpecError(f"unknown format '{fmt}'", a._node_loc("format") if a.raw("format") else a.loc,
                         expected=did_you_mean(fmt, engine.spec.formats))
     fdef = engine.spec.formats[fmt]
-    w_name, kv_name = a.name("weights"), a.name("kv")
+    # a query takes the knobs that change its answer (weight_bytes no kv=, kv_bytes_per_token no weights=)
+    w_name = a.name("weights") if a.declares("weights") else None
+    kv_name = a.name("kv") if a.declares("kv") else None
     w_loc = a._node_loc("weights") if w_name else getattr(fdef, "loc", None)
     kv_loc = a._node_loc("kv") if kv_name else getattr(fdef, "loc", None)
     w_name = w_name or getattr(fdef, "scheme", None)
     kv_name = kv_name or getattr(fdef, "kv", None)
     weights = weight_scheme(str(w_name), w_loc) if w_name else None
     kv = kv_scheme(str(kv_name), kv_loc) if kv_name else None
-    return FormatChoice(fmt, weights, kv, a.name("compute"), kv_loc if a.raw("kv") else a.loc)
+    compute = a.name("compute") if a.declares("compute") else None
+    return FormatChoice(fmt, weights, kv, compute, kv_loc if a.declares("kv") and a.raw("kv") else a.loc)
 
 
 def compute_dtype(fmt) -> tuple[str | None, str]:

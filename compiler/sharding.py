@@ -225,26 +225,14 @@ def stages(model, pp: int, loc) -> StageMap:
 
 def _declared_stages(spec, pp: int, n_layers: int, loc):
     """The spec's `pipeline:` split for this pp (layers per stage, in order), if it declares one."""
-    raw = spec.raw.get("pipeline") if spec.raw is not None else None
-    if raw is None or pp == 1:
+    split = spec.pipeline.get(pp) if pp > 1 else None
+    if split is None:
         return None
-    if not hasattr(raw, "items"):
-        raise SpecError("pipeline: maps a pp degree to the layers of each stage", getattr(raw, "loc", None),
-                        expected="pipeline: {4: [19, 21, 21, 19]}")
-    for key, sizes in raw.items():
-        if str(key) != str(pp):
-            continue
-        where = getattr(sizes, "loc", None) or raw.loc
-        try:
-            counts = [int(str(x)) for x in sizes]
-        except (TypeError, ValueError):
-            raise SpecError(f"pipeline split for pp={pp} must list whole layer counts", where,
-                            expected="[19, 21, 21, 19]") from None
-        if len(counts) != pp or sum(counts) != n_layers or min(counts) < 1:
-            raise SpecError(f"pipeline split for pp={pp} must give {pp} stages of at least one layer adding up to "
-                            f"{n_layers}, got {counts}", where, expected=f"{pp} positive counts summing to {n_layers}")
-        return counts
-    return None
+    counts = list(split.counts)
+    if sum(counts) != n_layers:
+        raise SpecError(f"pipeline split for pp={pp} must give {pp} stages of at least one layer adding up to "
+                        f"{n_layers}, got {counts}", split.loc, expected=f"{pp} positive counts summing to {n_layers}")
+    return counts
 
 
 def stage_counts(layers: tuple, segment: str, mult, stage_of: StageMap, pp: int) -> list:

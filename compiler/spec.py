@@ -16,8 +16,8 @@ from .symbols import RESERVED
 
 TOP_KEYS = {"model", "source", "description", "imports", "dims", "max_context", "sets", "options", "formats",
             "stores", "blocks", "elementwise", "stack", "claims", "claims_files", "notes",
-            "training",  # training: read and checked by compiler/training.py (from Spec.raw)
-            "pipeline"}  # pipeline: {pp: [layers per stage]}, read by compiler/sharding.py (from Spec.raw)
+            "training",  # training: checked here (Spec.training), used by compiler/training.py
+            "pipeline"}  # pipeline: {pp: [layers per stage]}, checked here (Spec.pipeline), used by compiler/sharding.py
 LIB_KEYS = {"description", "imports", "blocks", "elementwise", "notes"}
 
 
@@ -160,6 +160,8 @@ class Spec:
     # SHA-256 of each source's bytes as parsed into this Spec (caches key answers by these,
     # never by a later read: a file edited while specc runs would lend its new hash)
     source_hashes: dict = field(default_factory=dict)
+    training: "TrainingSection | None" = None        # the training: section, checked at load
+    pipeline: dict = field(default_factory=dict)     # pp -> PipelineSplit (the pipeline: section)
 
     @property
     def default_format(self) -> str:
@@ -298,7 +300,8 @@ def _collect_common(raw: Map, path: Path, blocks: dict, elementwise: set, seen: 
 TOP_TYPES = {"model": "scalar", "source": "scalar", "description": "scalar", "max_context": "scalar",
              "imports": "list-or-scalar", "dims": "mapping", "sets": "mapping", "options": "mapping",
              "formats": "mapping", "stores": "mapping", "blocks": "mapping", "elementwise": "list-or-scalar",
-             "stack": "list", "claims": "list", "claims_files": "list-or-scalar", "training": "mapping"}
+             "stack": "list", "claims": "list", "claims_files": "list-or-scalar", "training": "mapping",
+             "pipeline": "mapping"}
 _SHAPE = {"scalar": (Text,), "mapping": (Map,), "list": (Seq,), "list-or-scalar": (Seq, Text)}
 _SHAPE_TEXT = {"scalar": "a single value (a string or number)", "mapping": "a mapping of names to values",
                "list": "a list", "list-or-scalar": "a list (or a single item)"}
@@ -317,6 +320,87 @@ def _check_top_types(raw: Map):
             raise SpecError(f"'{key}:' must be {_SHAPE_TEXT[shape]}, got {got}", getattr(value, "loc", None)
                             or raw.key_loc(key), span=len(key) if value is None else 1,
                             expected=f"{key}: {_SHAPE_TEXT[shape]}")
+
+
+# ------------------------------------------------------------------ training: and pipeline:
+PRECISION_KEYS = {"weights", "gradients", "master"}
+
+
+@dataclass
+class TrainingSection:
+    """The spec's `training:` section, checked at load (expressions stay ASTs; the
+    conventions that use it are compiler/training.py's). precisions and optimizers are
+    the recipes the spec adds or overrides; policies: name -> ({segment: (AST, Loc)},
+    recompute AST or None), the first being the default."""
+    loc: Loc | None = None
+    declared: bool = False
+    dtype: ast.Node | None = None
+    precisions: dict = field(default_factory=dict)
+    optimizers: dict = field(default_factory=dict)
+    policies: dict = field(default_factory=dict)
+
+
+def _training_section(raw, segments: set) -> TrainingSection:
+    if raw is None:
+        return TrainingSection()
+    section = TrainingSection(raw.loc, True)
+    raw = check_keys(raw, {"doc", "activation_dtype", "checkpointing", "precisions", "optimizers"}, set(),
+                     "training")
+    if raw.get("activation_dtype") is not None:
+        section.dtype = parse_expr(text(raw["activation_dtype"], "activation_dtype"))
+    for key, table, allowed in (("precisions", section.precisions, PRECISION_KEYS),
+                                ("optimizers", section.optimizers, None)):
+        node = raw.get(key)
+        if node is None:
+            continue
+        for rname, body in check_keys(node, set(node), set(), key).items():
+            body = check_keys(body or Map(), allowed or set(body or {}), set(), f"{key[:-1]} '{rname}'")
+            table[rname] = {c: parse_expr(text(v, c)) for c, v in body.items()}
+    node = raw.get("checkpointing")
+    if node is not None:
+        for pname, body in check_keys(node, set(node), set(), "checkpointing").items():
+            body = check_keys(body, {"saved", "recompute", "doc"}, {"saved"}, f"checkpointing policy '{pname}'")
+            saved = check_keys(body["saved"], set(body["saved"]), set(), f"saved of policy '{pname}'")
+            for seg in saved:
+                if seg not in segments:
+                    raise SpecError(f"checkpointing policy '{pname}' names unknown stack segment '{seg}'",
+                                    saved.key_loc(seg), span=len(seg), expected=did_you_mean(seg, segments))
+            section.policies[pname] = (
+                {seg: (parse_expr(text(v, seg)), saved.key_loc(seg)) for seg, v in saved.items()},
+                parse_expr(text(body["recompute"], "recompute")) if body.get("recompute") is not None else None)
+    return section
+
+
+@dataclass(frozen=True)
+class PipelineSplit:
+    """A declared pipeline split: the layers of each stage, in order (their sum is checked
+    against the compiled model's layers when a query asks for this pp)."""
+    counts: tuple
+    loc: Loc | None
+
+
+def _pipeline_section(raw) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Map):
+        raise SpecError("pipeline: maps a pp degree to the layers of each stage", getattr(raw, "loc", None),
+                        expected="pipeline: {4: [19, 21, 21, 19]}")
+    out = {}
+    for key, sizes in raw.items():
+        where = raw.key_loc(key)
+        if not str(key).isdigit() or int(str(key)) < 2:
+            raise SpecError(f"pipeline: key '{key}' is not a pp degree", where, span=len(str(key)),
+                            expected="an integer of at least 2, e.g. 4: [19, 21, 21, 19]")
+        pp = int(str(key))
+        at = getattr(sizes, "loc", None) or where
+        if not isinstance(sizes, Seq) or not all(isinstance(x, Text) and str(x).isdigit() for x in sizes):
+            raise SpecError(f"pipeline split for pp={pp} must list whole layer counts", at, expected="[19, 21, 21, 19]")
+        counts = tuple(int(str(x)) for x in sizes)
+        if len(counts) != pp or min(counts) < 1:
+            raise SpecError(f"pipeline split for pp={pp} must give {pp} stages of at least one layer, got "
+                            f"{list(counts)}", at, expected=f"{pp} positive counts")
+        out[pp] = PipelineSplit(counts, at)
+    return out
 
 
 def _claims_file(spec_path: Path, node) -> str:
@@ -348,13 +432,13 @@ def _check_option_name(key: str, loc) -> None:
     """An option is chosen by name in queries (`params(mode=x)`), on the page and in the
     API: a name that is also a query argument or a page control would capture it
     (`weight_bytes(format=fp8)` choosing the option, not the format)."""
-    from .queries import _QUERY_ARGS   # not at the top: queries imports this module
+    from .query_registry import ARGUMENT_NAMES   # every argument some query declares
 
     if not key.isidentifier() or not key.isascii():
         raise SpecError(f"option name {printable(repr(key))} is not a name a query can write", loc,
                         span=max(1, len(key)), expected="letters, digits and '_', not starting with a digit")
 
-    for what, names in (("a query argument", _QUERY_ARGS), ("a control of the explorer page", PAGE_CONTROLS),
+    for what, names in (("a query argument", ARGUMENT_NAMES), ("a control of the explorer page", PAGE_CONTROLS),
                         ("a keyword of the Python API", API_KEYWORDS)):
         if key in names:
             raise SpecError(f"option name '{key}' is {what}: `{key}=` would mean both", loc, span=len(key),
@@ -500,7 +584,8 @@ def load_spec(path: str | Path) -> Spec:
                 dims, parse_expr(text(raw["max_context"], "max_context", raw.key_loc("max_context"))) if "max_context" in raw else None,
                 sets, options, formats, stores, blocks, elementwise, stack,
                 list(seq(raw["claims"], "claims")) if "claims" in raw else [], claims_files, raw,
-                sorted(str(p) for p in loaded))
+                sorted(str(p) for p in loaded), training=_training_section(raw.get("training"), {seg.name for seg in stack}),
+                pipeline=_pipeline_section(raw.get("pipeline")))
     from ..dsl.yamlload import READ_HASHES
 
     spec.source_hashes = {p: READ_HASHES.get(p) for p in spec.sources}

@@ -26,7 +26,6 @@ from ..dsl.errors import BeyondContext, Loc, SpecError
 from ..dsl.limits import limit, limit_error
 from . import compiled
 
-_PARAM = re.compile(r"(?<![\w.])([BSPGH])\s*=\s*([BSPGH])(?![\w.])")
 _OVER = re.compile(r"^\s*([BSPGH])\s*=\s*(.+?)\s*$")
 _RANGE = re.compile(r"^(\d+)\s*\.\.\s*(\d+)(?:\s*:\s*(\d+))?$")
 _SAMPLE = 64
@@ -108,8 +107,12 @@ def compiled_limit() -> int:
     return LIMIT
 
 
-def _literal(query: str, point: dict) -> str:
-    return _PARAM.sub(lambda m: f"{m.group(1)}={point[m.group(1)]}", query)
+def _literal(query, point: dict) -> str:
+    """The text of the query (an Expr, or text) at one grid point: each swept NAME=NAME given its value."""
+    from .query_value import Expr, bind_symbols
+
+    expr = Expr.parse(query) if isinstance(query, str) else query
+    return bind_symbols(expr, {k: int(v) for k, v in point.items()}).text()
 
 
 class _Engine:
@@ -143,15 +146,24 @@ def sweep(spec_path, query: str, over: dict, fast: bool = True) -> Table:
 
     from . import vector
 
+    from .query_value import Expr, symbols_used
+
     start = time.perf_counter()
-    used = {m.group(1) for m in _PARAM.finditer(query) if m.group(1) == m.group(2)}
+    parsed = Expr.parse(query)
+    if parsed is None:
+        from ..dsl.parser import parse_expr
+
+        parse_expr(query, "<query>")      # the engine's parser reports the mistake with its location
+        raise SpecError("cannot read the query", _query_loc(query), expected="e.g. flops(P=P)")
+    text, query = query, parsed     # from here on a value, printed only to ask the engine and as a template key
+    used = symbols_used(query)
     names = list(over)
     if used != set(names):
         missing, extra = sorted(used - set(names)), sorted(set(names) - used)
         what = (f"the query uses {', '.join(f'{n}={n}' for n in missing)} but the grid gives no values for it "
                 f"(--over {missing[0]}=... on the command line)" if missing else
                 f"the grid's {', '.join(extra)} is not used by the query (write {extra[0]}={extra[0]} in it)")
-        raise SpecError(what, _query_loc(query), expected="e.g. flops(P=P) with --over P=1..1000")
+        raise SpecError(what, _query_loc(text), expected="e.g. flops(P=P) with --over P=1..1000")
     points = 1
     for name in names:
         points *= len(over[name])           # counted before any axis is built
@@ -167,12 +179,12 @@ def sweep(spec_path, query: str, over: dict, fast: bool = True) -> Table:
     template = None
     if fast:
         store = compiled.load(spec_path)
-        template = store.templates.get(query) if store is not None else None
+        template = store.templates.get(query.text()) if store is not None else None
         if template is None or template.vector is None:
             from . import compile_queries
 
             try:
-                template = compile_queries.grid_template(engine.get(), query, params)
+                template = compile_queries.grid_template(engine.get(), query.text(), params)
             finally:
                 compile_queries.flush()
 

@@ -69,13 +69,12 @@ from __future__ import annotations
 import sympy as sp
 
 from ..dsl.errors import SpecError, did_you_mean
-from ..dsl.parser import parse_expr
 from ..dsl.units import BYTES, FLOPS
-from ..dsl.yamlload import Map
 from .query_base import Quantity, _env
 from ..dsl.limits import limit_error
 from .layerset import union
 from .sharding import Deployment, weight_fraction
+from .spec import PRECISION_KEYS, TrainingSection
 
 # precision recipe: component -> dtype (bytes per parameter)
 PRECISIONS = {
@@ -95,53 +94,27 @@ OPTIMIZERS = {
     "momentum": {"momentum": "fp32"},
     "sgd": {},
 }
-_PRECISION_KEYS = {"weights", "gradients", "master"}
+_PRECISION_KEYS = PRECISION_KEYS
 _GROUPS = {"moments", "optimizer", "static", "activations"}
 
 
-class _Training:
-    """The spec's `training:` section, checked and parsed (expressions stay ASTs)."""
+class _Recipes:
+    """The spec's training section (checked at load, compiler/spec.py) with the default
+    recipes above merged under the spec's own."""
 
-    def __init__(self, spec):
-        from .spec import check_keys, text
-
-        raw = spec.raw.get("training") if spec.raw is not None else None
-        self.loc = getattr(raw, "loc", None)
-        self.declared = raw is not None
-        self.precisions = {k: dict(v) for k, v in PRECISIONS.items()}
-        self.optimizers = {k: dict(v) for k, v in OPTIMIZERS.items()}
-        self.dtype = None
-        self.policies: dict = {}   # name -> (saved {segment: AST}, recompute AST)
-        if raw is None:
-            return
-        raw = check_keys(raw, {"doc", "activation_dtype", "checkpointing", "precisions", "optimizers"}, set(),
-                         "training")
-        if raw.get("activation_dtype") is not None:
-            self.dtype = parse_expr(text(raw["activation_dtype"], "activation_dtype"))
-        for key, table, allowed in (("precisions", self.precisions, _PRECISION_KEYS),
-                                    ("optimizers", self.optimizers, None)):
-            node = raw.get(key)
-            if node is None:
-                continue
-            for rname, body in check_keys(node, set(node), set(), key).items():
-                body = check_keys(body or Map(), allowed or set(body or {}), set(), f"{key[:-1]} '{rname}'")
-                table[rname] = {c: parse_expr(text(v, c)) for c, v in body.items()}
-        node = raw.get("checkpointing")
-        if node is not None:
-            for pname, body in check_keys(node, set(node), set(), "checkpointing").items():
-                body = check_keys(body, {"saved", "recompute", "doc"}, {"saved"}, f"checkpointing policy '{pname}'")
-                saved = check_keys(body["saved"], set(body["saved"]), set(), f"saved of policy '{pname}'")
-                self.policies[pname] = (
-                    {seg: (parse_expr(text(v, seg)), saved.key_loc(seg)) for seg, v in saved.items()},
-                    parse_expr(text(body["recompute"], "recompute")) if body.get("recompute") is not None else None)
+    def __init__(self, section):
+        self.loc, self.declared, self.dtype = section.loc, section.declared, section.dtype
+        self.policies = section.policies
+        self.precisions = {**{k: dict(v) for k, v in PRECISIONS.items()}, **section.precisions}
+        self.optimizers = {**{k: dict(v) for k, v in OPTIMIZERS.items()}, **section.optimizers}
 
 
 class TrainingQueries:
     """Methods q_<name>(self, model, args) -> Quantity, like QueryEngine's."""
 
-    def _training(self) -> _Training:
+    def _training(self) -> _Recipes:
         if getattr(self, "_training_cache", None) is None:
-            self._training_cache = _Training(self.spec)
+            self._training_cache = _Recipes(self.spec.training or TrainingSection())
         return self._training_cache
 
     @staticmethod
@@ -156,7 +129,7 @@ class TrainingQueries:
             return DTYPE_BYTES[value]
         return Evaluator(_env(model), what="name")(value)
 
-    def _policy(self, tr: _Training, a):
+    def _policy(self, tr: _Recipes, a):
         name = a.name("checkpointing")
         if not tr.policies:
             raise SpecError(f"{self.spec.model} declares no activations for training", tr.loc or a.loc,
@@ -167,7 +140,7 @@ class TrainingQueries:
             raise SpecError(f"unknown checkpointing policy '{name}'", a.loc, expected=did_you_mean(name, tr.policies))
         return name
 
-    def _activation_bytes(self, model, tr: _Training, policy: str, batch, seq, loc, only=None) -> sp.Expr:
+    def _activation_bytes(self, model, tr: _Recipes, policy: str, batch, seq, loc, only=None) -> sp.Expr:
         """only: segment -> the layers to count (one pipeline stage); default every layer."""
         from .expressions import Evaluator
         from .symbols import B, P

@@ -107,7 +107,7 @@ class _Encoder:
         self.exprs: list = []
         self.expr_index: dict = {}
         from .errors import Loc
-        from .yamlload import Map, Seq, Text
+        from .yaml_nodes import Map, Seq, Text
 
         self.Loc, self.Map, self.Seq, self.Text = Loc, Map, Seq, Text
 
@@ -275,20 +275,20 @@ class _Decoder:
         if tag == "d":
             return dict(self.pairs(data, 1))
         if tag == "T":
-            from .yamlload import Text
+            from .yaml_nodes import Text
 
             _, text, loc, quoted = data
             if not isinstance(text, str):
                 raise CacheFormatError("a malformed YAML scalar")
             return Text(text, dec(loc), bool(quoted))
         if tag == "M":
-            from .yamlload import Map
+            from .yaml_nodes import Map
 
             out = Map(self.pairs(data, 3))
             out.loc, out.key_locs = dec(data[1]), dec(data[2])
             return out
         if tag == "S":
-            from .yamlload import Seq
+            from .yaml_nodes import Seq
 
             out = Seq(dec(v) for v in data[2:])
             out.loc = dec(data[1])

@@ -33,7 +33,6 @@ import stat
 import sys
 from pathlib import Path
 
-from . import cache_codec
 
 _MAGIC = b"specc-cache 2\n"
 _KEY_BYTES = 32
@@ -227,6 +226,8 @@ def load(path: Path):
     payload = data[head + 1:]
     if not hmac.compare_digest(data[len(_MAGIC):head], _tag(key, path, payload)):
         return None
+    from . import cache_codec   # only a read entry needs the codec (and its dataclasses)
+
     try:
         return cache_codec.loads(payload)
     except cache_codec.CacheFormatError:
@@ -243,6 +244,8 @@ def store(path: Path, value) -> None:
     key = _key(top)
     if key is None:
         return
+    from . import cache_codec
+
     try:
         payload = cache_codec.dumps(value)
     except cache_codec.CacheFormatError:

@@ -16,38 +16,7 @@ import yaml
 from . import disk_cache
 from .errors import Loc, SpecError
 from .limits import limit, limit_error
-
-
-class Text(str):
-    """A YAML scalar with its source position. `col_of(i)` maps an offset in the
-    string to a column in the file (exact for single-line plain/quoted scalars)."""
-
-    loc: Loc
-    quoted: bool
-
-    def __new__(cls, value: str, loc: Loc, quoted: bool = False):
-        obj = super().__new__(cls, value)
-        obj.loc = loc
-        obj.quoted = quoted
-        return obj
-
-    def loc_at(self, offset: int) -> Loc:
-        return self.loc.shifted(offset + (1 if self.quoted else 0))
-
-    def __getnewargs__(self):  # pickling (compiled-model cache)
-        return (str(self), self.loc, self.quoted)
-
-
-class Map(dict):
-    loc: Loc
-    key_locs: dict
-
-    def key_loc(self, key: str) -> Loc:
-        return self.key_locs.get(key, self.loc)
-
-
-class Seq(list):
-    loc: Loc
+from .yaml_nodes import Map, Seq, Text  # noqa: F401  (the node types, re-exported)
 
 
 def _loc(mark, path: str, source_text: str | None) -> Loc:

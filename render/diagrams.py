@@ -22,6 +22,7 @@ import sympy as sp
 
 from ..compiler.build import Model
 from . import views as v
+from .graph_export import _op_attrs, layers_json, to_json
 
 PALETTE = ["#cfe2f3", "#d9ead3", "#fce5cd", "#ead1dc", "#fff2cc", "#d0e0e3", "#f4cccc", "#d9d2e9",
            "#e6b8af", "#c9daf8", "#b6d7a8", "#ffe599"]
@@ -370,16 +371,6 @@ def graphviz_warnings(graph: graphviz.Digraph) -> str:
     return proc.stderr.decode("utf-8", "replace")
 
 
-def layers_json(layers):
-    """A layer set for JSON: the list of indices, or, for a set too large to list,
-    {"ranges": [[first, last, step], ...]} (never enumerated)."""
-    from ..compiler.layerset import SMALL, ranges_of
-
-    if len(layers) <= SMALL:
-        return list(layers)
-    return {"ranges": [[r.start, r[-1], r.step] for r in ranges_of(layers)]}
-
-
 def model_json(model: Model) -> str:
     """The model-level view as JSON: segments, groups with layers, stores used."""
     segs = []
@@ -391,8 +382,6 @@ def model_json(model: Model) -> str:
             "stores": {s: {"writes": None if w is None else str(w), "reads": None if r is None else str(r)}
                        for s, (w, r) in sorted(v.store_uses(model, gr).items())},
         } for gr in groups]})
-    from .graph_export import to_json
-
     payload = json.loads(to_json(model))      # the full op graph: nodes, edges, runs
     payload.update({"segments": segs,
                     "stores": {n: {"tags": list(s.tags), "doc": s.doc} for n, s in model.spec.stores.items()}})
@@ -400,8 +389,6 @@ def model_json(model: Model) -> str:
 
 
 def op_json(model: Model, block: str | None = None) -> str:
-    from .graph_export import _op_attrs
-
     group = v.find_group(model, block)
     ids = {o.id for o in group.ops}
     nodes = [dict(id=o.id, **_op_attrs(o)) for o in group.ops]

@@ -7,7 +7,16 @@ import json
 import networkx as nx
 
 from ..compiler.build import Model
-from .diagrams import layers_json
+
+
+def layers_json(layers):
+    """A layer set for JSON: the list of indices, or, for a set too large to list,
+    {"ranges": [[first, last, step], ...]} (never enumerated)."""
+    from ..compiler.layerset import SMALL, ranges_of
+
+    if len(layers) <= SMALL:
+        return list(layers)
+    return {"ranges": [[r.start, r[-1], r.step] for r in ranges_of(layers)]}
 
 
 def _op_attrs(op) -> dict:

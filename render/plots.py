@@ -21,13 +21,16 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from ..compiler.queries import QueryEngine
+from ..compiler.query_registry import plotted
+from ..compiler.query_value import make_call
 from . import views as v
 
 DEFAULT_CONTEXTS = [2 ** k for k in range(10, 21)]     # 1K … 1M
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
           "#bcbd22"]
-QUANTITIES = ("state_bytes", "flops", "b_max")     # also the docs' cross-model charts
-EXTRA_QUANTITIES = ("tpot",)                       # on request only (specc plot --quantity tpot)
+# what `specc plot` draws, as the query declarations say (compiler/query_registry.py: plot=)
+QUANTITIES = plotted()                          # also the docs' cross-model charts
+EXTRA_QUANTITIES = plotted(on_request=True)     # on request only (specc plot --quantity tpot)
 
 
 @dataclass
@@ -67,19 +70,23 @@ def _series(engine: QueryEngine, component, make_query, contexts) -> Series:
     return Series(engine.spec.model, component, queries, list(contexts), ys, ext)
 
 
+def _query(name: str, **args) -> str:
+    """A plotted point's query (extrapolate=true: a chart runs past a model's context, flagged)."""
+    return make_call(name, {**args, "extrapolate": True}).text()
+
+
 def state_bytes_plot(engines: list, contexts=None, fmt: str | None = None, components: bool = True) -> Plot:
     contexts = contexts or DEFAULT_CONTEXTS
-    fa = f", format={fmt}" if fmt else ""
     plot = Plot("state_bytes", "Per-request state vs context length", "context length H (tokens)",
                 "state bytes per request (GiB)", scale=2 ** 30)
     for e in engines:
-        plot.series.append(_series(e, None, lambda h: f"state_bytes(H={h}{fa}, extrapolate=true)", contexts))
+        plot.series.append(_series(e, None, lambda h: _query("state_bytes", H=h, format=fmt), contexts))
         if components:
             used = [s for s in e.spec.stores if any(u.store == s for u in e.model({}).states)]
             if len(used) > 1:
                 for store in used:
                     plot.series.append(_series(
-                        e, store, lambda h, s=store: f"state_bytes(H={h}, component={s}{fa}, extrapolate=true)",
+                        e, store, lambda h, s=store: _query("state_bytes", H=h, component=s, format=fmt),
                         contexts))
     return plot
 
@@ -91,12 +98,12 @@ def flops_plot(engines: list, contexts=None, components: bool | None = None) -> 
     plot = Plot("flops", "Matrix FLOPs of one decode step vs context length", "context length H (tokens)",
                 "FLOPs per decode step (GFLOPs)", scale=1e9)
     for e in engines:
-        plot.series.append(_series(e, None, lambda h: f"flops(B=1, S={h - 1}, P=1, extrapolate=true)", contexts))
+        plot.series.append(_series(e, None, lambda h: _query("flops", B=1, S=h - 1, P=1), contexts))
         if components:
             comps = list(dict.fromkeys(o.component for o in e.model({}).ops if o.flops != 0))
             for comp in comps:
                 plot.series.append(_series(
-                    e, comp, lambda h, c=comp: f"flops(B=1, S={h - 1}, P=1, component={c}, extrapolate=true)",
+                    e, comp, lambda h, c=comp: _query("flops", B=1, S=h - 1, P=1, component=c),
                     contexts))
     return plot
 
@@ -104,7 +111,6 @@ def flops_plot(engines: list, contexts=None, components: bool | None = None) -> 
 def b_max_plot(engines: list, device: str = "h100_sxm", workspace: str = "2 GiB", contexts=None,
                fmt: str | None = None) -> Plot:
     contexts = contexts or DEFAULT_CONTEXTS
-    fa = f", format={fmt}" if fmt else ""
     plot = Plot("b_max", f"Requests that fit on {device} (workspace {workspace})", "context length H (tokens)",
                 "requests that fit (b_max)", logy=False)
     for e in engines:
@@ -112,19 +118,19 @@ def b_max_plot(engines: list, device: str = "h100_sxm", workspace: str = "2 GiB"
             plot.notes.append(f"{e.spec.model}: no per-request state, so no bound on requests")
             continue
         plot.series.append(_series(
-            e, None, lambda h: f"b_max(device={device}, H={h}, workspace={workspace}{fa}, extrapolate=true)",
+            e, None, lambda h: _query("b_max", device=device, H=h, workspace=workspace, format=fmt),
             contexts))
     return plot
 
 
 def tpot_plot(engines: list, devices=("h100_sxm",), contexts=None, fmt: str | None = None, batch: int = 1) -> Plot:
     contexts = contexts or DEFAULT_CONTEXTS
-    fa = f", format={fmt}" if fmt else ""
     plot = Plot("tpot", f"Time per output token (roofline, B={batch}) vs context length", "context length H (tokens)",
                 "seconds per decode step (ms)", scale=1e-3)
     for e in engines:
         for device in devices:
-            series = _series(e, device, lambda h, d=device: f"tpot(H={h}, B={batch}, device={d}{fa}, extrapolate=true, ignore_fit=true)",
+            series = _series(e, device, lambda h, d=device: _query("tpot", H=h, B=batch, device=d, format=fmt,
+                                                                   ignore_fit=True),
                              contexts)
             plot.series.append(series)
     return plot

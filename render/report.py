@@ -21,8 +21,6 @@ from . import tables as T
 
 e = html.escape
 
-_SYMBOLIC_QUERIES = ("flops", "scalar_work", "state_bytes", "decode_read_bytes", "pairs")
-_SCEN = re.compile(r"\b([BSPH])\s*=\s*(\d+)")
 
 
 @dataclass
@@ -56,12 +54,20 @@ class SpecReport:
 
 def closed_form(engine: QueryEngine, query: str, cache: dict) -> str:
     """The claim's query with its scenario numbers replaced by symbols, as a
-    closed form, when it is a single scenario query of a simple kind."""
-    text = str(query).strip()
-    m = re.fullmatch(r"(\w+)\((.*)\)", text)
-    if not m or m.group(1) not in _SYMBOLIC_QUERIES or "(" in m.group(2) or not _SCEN.search(text):
+    closed form, when it is a single call of a query whose declaration names the
+    scenario parameters it has a closed form in (compiler/query_registry.py)."""
+    from ..compiler.query_registry import REGISTRY
+    from ..compiler.query_value import Expr, Name
+
+    expr = Expr.parse(str(query).strip())
+    call = expr.call if expr is not None else None
+    info = REGISTRY.get(call.name) if call is not None else None
+    if info is None or not info.closed_form or any(isinstance(v, Expr) for _, v in call.args):
         return ""
-    sym = _SCEN.sub(lambda mm: f"{mm.group(1)}={mm.group(1)}", text)
+    literal = {k: Name(k) for k, v in call.args if k in info.closed_form and isinstance(v, int)}
+    if not literal:
+        return ""
+    sym = call.with_args(literal).text()
     if sym in cache:
         return cache[sym]
     try:

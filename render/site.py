@@ -9,8 +9,8 @@ JavaScript by compiler.codegen (BigInt integers, exact rationals). The page
 labels each figure with `data-query` (the specc query text it shows) and
 `data-value` (its exact value, as `specc eval --json` prints it).
 
-What is exported is data, not code per model: FIGURES is the one table of
-what the page shows; a figure whose closed form cannot be built for a spec
+What is exported is data, not code per model: FIGURES (from the query
+declarations, compiler/query_registry.py) is what the page shows; a figure whose closed form cannot be built for a spec
 (e.g. a sum over decode steps with no closed form) is exported as unavailable
 with the reason, never approximated.
 
@@ -24,6 +24,8 @@ import itertools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from ..compiler.query_value import make_call
 
 ASSETS = Path(__file__).with_name("site_assets")
 # argument order of every exported function
@@ -55,25 +57,15 @@ class Figure:
     deployed: bool = False   # asked per device (per_device=true) at each point of DEPLOYMENT_GRID
 
 
-FIGURES = (
-    Figure("params", "Parameters", "parameters", "params", doc="every stored parameter"),
-    Figure("weight_bytes", "Weights", "bytes", "weight_bytes", formatted=True, doc="bytes of stored weights"),
-    Figure("kv_bytes_per_token", "State growth per token", "bytes per token", "kv_bytes_per_token",
-           formatted=True, doc="average context-state bytes added per token"),
-    Figure("state_request", "State per request", "bytes", "state_bytes", (("H", "H"),), True, ("H",),
-           doc="resident state of one request at context H"),
-    Figure("state_batch", "State of the batch", "bytes", "state_bytes", (("H", "H"), ("B", "B")), True, ("H",),
-           doc="resident state of B requests at context H"),
-    Figure("prefill_flops", "Prefill FLOPs", "FLOPs", "flops", (("B", "B"), ("S", "S"), ("P", "P")), False,
-           ("S", "P"), doc="matrix FLOPs of one call adding P tokens to S cached ones, for B requests"),
-    Figure("decode_flops", "Decode step FLOPs", "FLOPs", "flops", (("B", "B"), ("S", "H"), ("P", 1)), False,
-           ("S", "P"), doc="matrix FLOPs of one decode step with H cached tokens"),
-    Figure("request_flops", "Request FLOPs", "FLOPs", "request_flops",
-           (("B", "B"), ("S", "S"), ("P", "P"), ("G", "G")), False, ("S", "P", "G"), -1,
-           doc="the prefill call plus its G−1 decode steps"),
-    Figure("decode_read_bytes", "Bytes read per decode step", "bytes", "decode_read_bytes",
-           (("H", "H"), ("B", "B")), True, ("H",), doc="weights and state one decode step at context H reads"),
-)
+def _figures(group: str) -> tuple:
+    """The page's figures of a group, as the query declarations list them (compiler/query_registry.py)."""
+    from ..compiler.query_registry import figures
+
+    return tuple(Figure(f.id, f.label, f.unit, name, f.args, f.formatted, f.context, f.context_offset, f.doc,
+                        group == "deployed") for name, f in figures(group))
+
+
+FIGURES = _figures("model")
 
 
 # Deployment degrees are integers the closed forms are built for, not symbols: the
@@ -87,23 +79,11 @@ FIGURES = (
 DEPLOYMENT_GRID = {"tp": (1, 2, 4, 8, 16), "pp": (1, 2, 4, 8), "ep": (1, 2, 4, 8, 16, 32, 64)}
 # the time figures' rows are exported for tp·ep up to this many devices per pipeline stage
 MAX_TP_EP = 64
-DEPLOYED = (
-    Figure("weights_device", "Weights per device", "bytes", "weight_bytes", formatted=True, deployed=True,
-           doc="the most loaded device's weights"),
-    Figure("state_device", "State per request per device", "bytes", "state_bytes", (("H", "H"),), True, ("H",),
-           deployed=True, doc="the most loaded device's share of one request's state at context H"),
-)
+DEPLOYED = _figures("deployed")
 # The time figures (q_time.py's ttft, tpot, throughput) are computed in the page from the
 # roofline's rows exported per (options, format, tp, ep) and its communication bytes per
 # (options, tp, pp, ep); see _time_forms.
-TIME_FIGURES = (
-    Figure("ttft", "Time to first token (TTFT)", "seconds", "ttft", (("P", "P"), ("B", "B")), True, ("P",),
-           doc="the prefill call of P tokens (S = 0), roofline time"),
-    Figure("tpot", "Time per output token (TPOT)", "seconds", "tpot", (("H", "H"), ("B", "B")), True, ("H",),
-           doc="one decode step at context H (S = H, P = 1), roofline time"),
-    Figure("throughput", "Decode throughput", "tokens per second", "throughput", (("H", "H"), ("B", "B")), True,
-           ("H",), doc="B requests' decode tokens per second at context H (B / TPOT)"),
-)
+TIME_FIGURES = _figures("time")
 
 
 def deployment_key(point: dict) -> str:
@@ -157,11 +137,10 @@ def query_text(fig: Figure, values: dict | None, extra: dict) -> str:
     """The specc query of a figure: values binds page-state variables; None asks
     the symbolic form (each bound argument its own symbol, S=S, which the page
     then binds: flops(S=H) is the function of S called at the page's H). extra
-    holds option/format arguments. The page builds the same text (explorer.js)."""
-    parts = [f"{arg}={(arg if values is None else values[src]) if isinstance(src, str) else src}"
-             for arg, src in fig.args]
-    parts += [f"{k}={v}" for k, v in extra.items()]
-    return f"{fig.query}({', '.join(parts)})"
+    holds option/format arguments. Printed by the one query printer; the page
+    builds the same text (explorer.js)."""
+    args = [(arg, (arg if values is None else values[src]) if isinstance(src, str) else src) for arg, src in fig.args]
+    return make_call(fig.query, args + list(extra.items())).text()
 
 
 def _variants(spec) -> list[dict]:
@@ -213,7 +192,7 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
         for field, query in (("memory", "device_memory"), ("flops", "device_flops"),
                              ("bandwidth", "device_bandwidth"), ("link", "device_link")):
             try:
-                row[field] = str(_exact(engine.evaluate_text(f"{query}(device={path.stem})").value))
+                row[field] = str(_exact(engine.evaluate_text(make_call(query, {"device": path.stem}).text()).value))
             except SpecError:
                 row[field] = None        # the datasheet does not give this fact
         row["memory_text"] = str(raw.get("memory", ""))

@@ -24,6 +24,7 @@ import sympy as sp
 
 from ..compiler.build import Model
 from ..compiler.queries import QueryEngine
+from ..compiler.query_value import make_call
 from ..dsl.errors import SpecError
 from ..dsl.parser import parse_quantity
 from ..dsl.units import unit_of_terms
@@ -435,7 +436,7 @@ def params_table(engines: list) -> Table:
     for e in engines:
         row, data = [e.spec.model], {}
         for g in groups:
-            value = e.evaluate_text(f"params(group={g})").value
+            value = e.evaluate_text(make_call("params", {"group": g}).text()).value
             data[g] = value
             row.append(_billions(value))
         total = e.evaluate_text("params()").value
@@ -457,6 +458,19 @@ def _billions(value) -> str:
 DEFAULT_SCENARIOS = [("prefill 8K", "B=1, S=0, P=8192"), ("decode at 8K", "B=1, S=8192, P=1")]
 
 
+def _scenario_query(name: str, arguments: str, **more) -> str:
+    """The query `name` at the scenario arguments a user wrote ('B=1, S=0, P=8192'), with
+    `more` arguments and extrapolate=true (a table runs past a model's context, flagged)."""
+    from ..compiler.query_value import call_with_arguments
+    from ..dsl.errors import Loc
+
+    call = call_with_arguments(name, arguments)
+    if call is None:
+        raise SpecError(f"cannot read the arguments '{arguments}'", Loc("<scenario>", 1, 1, source_text=arguments),
+                        expected="NAME=VALUE, ... such as B=1, S=0, P=8192")
+    return call.with_args({**more, "extrapolate": True}).text()
+
+
 def flops_table(engine: QueryEngine, scenarios=None, unit: str = "GFLOPs") -> Table:
     scenarios = scenarios or DEFAULT_SCENARIOS
     model = engine.model({})
@@ -466,7 +480,7 @@ def flops_table(engine: QueryEngine, scenarios=None, unit: str = "GFLOPs") -> Ta
     for comp in comps + ["total"]:
         row, data = [comp], {}
         for label, args in scenarios:
-            q = engine.evaluate_text(f"flops({args}{', component=' + comp if comp != 'total' else ''}, extrapolate=true)")
+            q = engine.evaluate_text(_scenario_query("flops", args, component=None if comp == "total" else comp))
             data[label] = q.value
             row.append(f"{convert(q, unit):,.3f}" + (" *" if q.extrapolated else ""))
         t.rows.append(row)
@@ -478,7 +492,7 @@ def flops_table(engine: QueryEngine, scenarios=None, unit: str = "GFLOPs") -> Ta
         for st in stages:
             row, data = [f"stage {st}"], {}
             for label, args in scenarios:
-                q = engine.evaluate_text(f"flops({args}, stage={st}, extrapolate=true)")
+                q = engine.evaluate_text(_scenario_query("flops", args, stage=st))
                 data[label] = q.value
                 row.append(f"{convert(q, unit):,.3f}")
             t.rows.append(row)
@@ -494,18 +508,17 @@ DEFAULT_CONTEXTS = [8192, 131072, 1048576]
 def state_table(engine: QueryEngine, contexts=None, fmt: str | None = None) -> Table:
     contexts = contexts or DEFAULT_CONTEXTS
     stores = [s for s in engine.spec.stores if any(u.store == s for u in engine.model({}).states)]
-    fmt_arg = f", format={fmt}" if fmt else ""
     t = Table(f"{engine.spec.model}: per-request state by store" + (f" (format {fmt})" if fmt else ""),
               ["Store", "Tags", "Bytes/token (slope)"] + [f"H={h:,}" for h in contexts], [])
     for store in stores + ["total"]:
-        comp = f", component={store}" if store != "total" else ""
-        slope = engine.evaluate_text(f"kv_bytes_per_token({comp.lstrip(', ')}{fmt_arg})".replace("(, ", "(")) \
+        slope = engine.evaluate_text(make_call("kv_bytes_per_token", {"component": store, "format": fmt}).text()) \
             if store != "total" else None
         row = [store, ", ".join(engine.spec.stores[store].tags) if store != "total" else "",
                (f"{float(slope.value):,.4g} B" if slope is not None else "")]
         data = {}
         for h in contexts:
-            q = engine.evaluate_text(f"state_bytes(H={h}{comp}{fmt_arg}, extrapolate=true)")
+            q = engine.evaluate_text(make_call("state_bytes", {"H": h, "component": None if store == "total" else store,
+                                                              "format": fmt, "extrapolate": True}).text())
             data[h] = q.value
             row.append(v.binary_bytes(q.value) + (" *" if q.extrapolated else ""))
         t.rows.append(row)
@@ -523,15 +536,11 @@ class Column:
     digits: int = 3
 
 
-DEFAULT_COLUMNS = [
-    Column("Params (billion)", "params()", "billion params", 2),
-    Column("Weights (GB, default format)", "weight_bytes()", "GB", 2),
-    Column("Prefill 8K (TFLOPs)", "flops(B=1, S=0, P=8192)", "TFLOPs", 2),
-    Column("Decode at 8K (GFLOPs)", "flops(B=1, S=8192, P=1)", "GFLOPs", 2),
-    Column("Request 128+4 (TFLOPs)", "request_flops(B=1, S=0, P=128, G=4)", "TFLOPs", 2),
-    Column("State 8K (GiB)", "state_bytes(H=8192)", "GiB", 3),
-    Column("State 1M (GiB)", "state_bytes(H=1048576, extrapolate=true)", "GiB", 3),
-]
+def default_columns() -> list:
+    """The compare table's default columns, as the query declarations give them."""
+    from ..compiler.query_registry import default_columns as declared
+
+    return [Column(c.label, make_call(name, c.args).text(), c.unit, c.digits) for name, c in declared()]
 
 
 def parse_column(text: str) -> Column:
@@ -544,7 +553,7 @@ def parse_column(text: str) -> Column:
 
 
 def compare_table(engines: list, columns=None, title: str = "Comparison") -> Table:
-    columns = columns or DEFAULT_COLUMNS
+    columns = columns or default_columns()
     t = Table(title, ["Model"] + [c.label for c in columns], [])
     any_ext = False
     for e in engines:
@@ -576,7 +585,7 @@ def roofline_table(engine: QueryEngine, args: str | None = None) -> Table:
     """One row per op of call_time(args) (per device), then communication and the total;
     the rows add up to call_time itself (checked here, not assumed)."""
     args = args or DEFAULT_ROOFLINE
-    total = engine.evaluate_text(f"call_time({args}, extrapolate=true)")
+    total = engine.evaluate_text(_scenario_query("call_time", args))
     rows, comm_s, overlap = engine.last_roofline
     t = Table(f"{engine.spec.model}: roofline of call_time({args})",
               ["Op", "Kind", "GFLOPs", "MB", "FLOP/B", "Bound", "Time (µs)"], [])

@@ -141,14 +141,17 @@ class ClaimResult:
 
 
 # ------------------------------------------------------------------ arguments given as Python values
-def _argument_text(key: str, value) -> str:
-    """A keyword argument as query text. Ints and Fractions are exact numbers,
-    strings are query text (a name, a quantity such as '2 GiB', or a scenario
-    symbol such as 'P' with symbolic=True); floats and sympy symbols are refused."""
+def _argument_value(key: str, value):
+    """A keyword argument as a query value (compiler/query_value.py). Ints and Fractions
+    are exact numbers, bools true/false, strings are query text (a name, a quantity
+    such as '2 GiB', or a scenario symbol such as 'P' with symbolic=True); floats and
+    sympy symbols are refused."""
     import sympy as sp
 
+    from .compiler.query_value import Expr, Name
+
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return Name("true" if value else "false")
     if isinstance(value, sp.Basic):
         if isinstance(value, sp.Rational):
             value = _exact(value)
@@ -156,12 +159,14 @@ def _argument_text(key: str, value) -> str:
             raise Error(f"{key}={sp.srepr(value)}: a sympy object cannot be passed as an argument",
                         expected=f"an int or Fraction, or the symbol's name as text with symbolic=True "
                                  f"({key}='{value}')")
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, Fraction):
-        return f"({value.numerator}/{value.denominator})"
-    if isinstance(value, str):
+    if isinstance(value, (int, Fraction)):
         return value
+    if isinstance(value, str):
+        probe = Expr.parse(f"q(x={value})")
+        call = probe.call if probe is not None else None
+        if call is None or len(call.args) != 1:
+            return Expr((value,))          # printed as written; the engine reports what is wrong with it
+        return call.args[0][1]
     if isinstance(value, numbers.Real):
         raise Error(f"{key}={value!r}: a float is not exact", expected="an int, a fractions.Fraction, "
                     f"or text such as {key}='1.5' or {key}='2 GiB'")
@@ -169,18 +174,66 @@ def _argument_text(key: str, value) -> str:
                 expected="an int, a fractions.Fraction, a bool or a string")
 
 
-def _call_text(query: str, args: dict) -> str:
-    from .compiler.queries import QUERIES
+def _call(query: str, args: dict):
+    """The query value of a bare query name and keyword arguments given as Python values."""
+    from .compiler.query_registry import REGISTRY
+    from .compiler.query_value import Call
 
     name = query.strip()
     if not name.isidentifier():
         raise Error(f"keyword arguments need a bare query name, got '{query}'",
                     expected="m.eval('flops', P=8192), or the arguments inside the text: m.eval('flops(P=8192)')")
-    if name not in QUERIES:
+    if name not in REGISTRY:
         from .dsl.errors import did_you_mean
 
-        raise Error(f"unknown query '{name}'", expected=did_you_mean(name, QUERIES))
-    return f"{name}({', '.join(f'{k}={_argument_text(k, v)}' for k, v in args.items())})"
+        raise Error(f"unknown query '{name}'", expected=did_you_mean(name, REGISTRY))
+    return Call(name, tuple((k, _argument_value(k, v)) for k, v in args.items()))
+
+
+def _query_method(info):
+    """The keyword method of one query declaration: m.tpot(H=8192, device='h100_sxm'), with
+    the declaration's parameters as its real signature and its docstring."""
+    import inspect
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+    if info.special:        # dim(NAME), dtype_bytes(NAME): m.dim("d")
+        def method(self, name: str) -> Result:
+            from .compiler.query_value import Call, Name
+
+            if not isinstance(name, str) or not name.isidentifier():
+                raise Error(f"{info.name}() takes a name, got {name!r}", expected=f"m.{info.name}('d')")
+            return self.eval(Call(info.name, ((None, Name(name)),)).text())
+
+        params.append(inspect.Parameter("name", inspect.Parameter.POSITIONAL_ONLY))
+        method.__signature__ = inspect.Signature(params, return_annotation="Result")
+        method.__name__ = method.__qualname__ = info.name
+        method.__doc__ = _docstring(info)
+        return method
+
+    def method(self, symbolic: bool = False, **args) -> Result:
+        return self.eval(_call(info.name, args).text(), symbolic=symbolic)
+
+    for p in info.params:
+        if p.positional:
+            continue
+        default = inspect.Parameter.empty if p.required else p.default
+        if p.kind == "flag" and default is not None:
+            default = default == "true"         # a Python bool is accepted for a flag
+        params.append(inspect.Parameter(p.name, keyword, default=default))
+    params.append(inspect.Parameter("symbolic", keyword, default=False))
+    # the spec's options, dimension overrides, spec= and extrapolate=
+    params.append(inspect.Parameter("more", inspect.Parameter.VAR_KEYWORD))
+    method.__signature__ = inspect.Signature(params, return_annotation="Result")
+    method.__name__ = method.__qualname__ = info.name
+    method.__doc__ = _docstring(info)
+    return method
+
+
+def _docstring(info) -> str:
+    from .compiler.query_registry import docstring
+
+    return docstring(info)
 
 
 # ------------------------------------------------------------------ a loaded spec
@@ -214,7 +267,7 @@ class Model:
 
         if not isinstance(query, str):
             raise Error(f"a query is text, got {type(query).__name__} {query!r}", expected="e.g. 'params()'")
-        text = _call_text(query, args) if args else query
+        text = _call(query, args).text() if args else query
         try:
             quantity = self.engine.evaluate_text(text, "<query>", symbolic_ok=symbolic)
         except (ValueError, ZeroDivisionError) as exc:    # e.g. a sum with no closed form
@@ -226,24 +279,7 @@ class Model:
                       bool(quantity.extrapolated), quantity.value, quantity.dims, getattr(quantity, "note", ""))
 
     def __getattr__(self, name):
-        # one method per query of the registry: m.flops(P=8192), m.params(group="routed_experts")
-        from .compiler.queries import QUERIES
-
-        if name.startswith("_") or name not in QUERIES:
-            raise AttributeError(f"{type(self).__name__} has no attribute or query '{name}'")
-
-        def query(symbolic: bool = False, **args) -> Result:
-            return self.eval(name, symbolic=symbolic, **args) if args else \
-                self.eval(f"{name}()", symbolic=symbolic)
-
-        query.__name__ = name
-        query.__doc__ = QUERIES[name]
-        return query
-
-    def __dir__(self):
-        from .compiler.queries import QUERIES
-
-        return sorted(set(super().__dir__()) | set(QUERIES))
+        raise AttributeError(f"{type(self).__name__} has no attribute or query '{name}'")
 
     def sweep(self, query: str, fast: bool = True, **over):
         """The query at every point of a grid, exact: m.sweep('flops(P=P, B=B)',
@@ -297,6 +333,18 @@ class Model:
             r = check(self.engine, claim)
             out.append(ClaimResult(**claim_record(r)))
         return out
+
+
+# one method per declared query (compiler/query_registry.py): m.flops(P=8192), m.params(group="routed_experts"),
+# m.dim("d")
+def _add_query_methods() -> None:
+    from .compiler.query_registry import REGISTRY
+
+    for info in REGISTRY.values():
+        setattr(Model, info.name, _query_method(info))
+
+
+_add_query_methods()
 
 
 def load(spec: str | Path) -> Model:

@@ -1,8 +1,8 @@
 """The `specc` entry point.
 
-`main` is the click group of every command (defined in cli_commands and the
-cli_* modules that register on it), built the first time it is touched, so a
-process that never needs click never imports it. Called as the console
+`main` is the click group of every command (specc/cli_group.py, whose lazy
+command table names each command's module), built the first time it is touched,
+so a process that never needs click never imports it. Called as the console
 script, `main()` first offers the command line to cli_fast, which answers
 `eval` and `verify` from compiled queries when every answer is in the cache
 (no click, sympy, yaml or lark); anything else goes to click."""
@@ -12,17 +12,6 @@ from __future__ import annotations
 import sys
 
 
-def _load(path):
-    from .compiler.spec import load_spec
-
-    return load_spec(path)
-
-
-def _fail(exc, code: int = 2):
-    sys.stderr.write(exc.render() + "\n")
-    sys.exit(code)
-
-
 class _Main:
     """A stand-in for the click group that loads it on first use."""
 
@@ -30,9 +19,9 @@ class _Main:
 
     def _real(self):
         if _Main._group is None:
-            from . import cli_commands
+            from . import cli_group
 
-            _Main._group = cli_commands.main
+            _Main._group = cli_group.main
         return _Main._group
 
     def __getattr__(self, name):

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
-from .cli import main
 
 
-@main.command()
+@click.command()
 @click.argument("libs", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here instead of stdout.")
 def blocks(libs, output):

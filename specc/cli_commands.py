@@ -1,45 +1,20 @@
-"""The `specc` commands verify, eval and check, and the click group every
-command registers on (specc/cli.py loads this module on first use)."""
+"""The `specc` commands verify, eval and check (specc/cli_group.py's command table
+names them; each is a plain click command that knows nothing of the group)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 
 import click
 
-from .cli import _fail, _load
-from .cli_spec import PATH_OPTION, SPEC
+from .cli_spec import SPEC
+from .cli_support import fail, load_spec_file
 from .dsl.errors import SpecError
 
 
-class _Group(click.Group):
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except SpecError as exc:
-            _fail(exc)
-        except OSError as exc:   # e.g. -o into a missing folder or a read-only place
-            where = f" '{exc.filename}'" if exc.filename else ""
-            _fail(SpecError(f"cannot write or read{where}: {exc.strerror or exc}",
-                            expected="an existing, writable folder for -o (create it first)"))
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="specc")
-@PATH_OPTION
-def main():
-    """specc — LLM architectures as data; every cost exact; every printed number checked.
-
-    \b
-    specc verify specs/*.yaml                      check every claim of the shipped specs
-    specc eval specs/<model>.yaml 'flops(P=8192)'  one exact number
-    specc check specs/<model>.yaml               parse and validate only
-    specc graph specs/<model>.yaml --format dot    the compiled graph
-    """
-
-
-@main.command()
+@click.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
 @click.option("--claims", "claim_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Extra claim files (YAML with a 'claims:' list), checked against every SPEC.")
@@ -67,7 +42,7 @@ def verify(specs, claim_files, fmt, only, no_fast):
         if no_fast:
             from .verify.claims import verify_spec
 
-            results.extend(verify_spec(_load(path), claim_files))
+            results.extend(verify_spec(load_spec_file(path), claim_files))
         else:
             from .verify.fast_claims import verify_path
 
@@ -78,7 +53,7 @@ def verify(specs, claim_files, fmt, only, no_fast):
         if not results:
             from .dsl.errors import did_you_mean
 
-            _fail(SpecError(f"--only '{only}' matches no claim id of {', '.join(specs)}",
+            fail(SpecError(f"--only '{only}' matches no claim id of {', '.join(specs)}",
                             expected="text contained in a claim id: " + did_you_mean(
                                 only, sorted({r.claim.id for r in every}))))
     click.echo(FORMATS[fmt](results))
@@ -89,7 +64,7 @@ def verify(specs, claim_files, fmt, only, no_fast):
     sys.exit(1 if bad else 0)
 
 
-@main.command("eval")
+@click.command("eval")
 @click.argument("spec", type=SPEC)
 @click.argument("queries", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list: query, value, float, unit, extrapolated.")
@@ -109,32 +84,64 @@ def eval_(spec, queries, as_json, symbolic, no_fast):
     specc eval specs/<model>.yaml --symbolic 'flops(B=B, S=S, P=P)'
     specc eval <model> 'params()'           (a spec shipped with specc, by name, from any folder)
     \b
-    Combine queries with + - * / // floor ceil min max.
+    Combine queries with + - * / // floor ceil min max. Each query is answered on
+    its own: one that fails prints its located error, the others still print, and
+    the exit status is 2.
     """
+    # each query is answered on its own: a failing one prints its located error (stderr)
+    # and the others still print; the exit status is 2 when any failed
     if no_fast or symbolic:
         from .api import Model
 
-        model = Model(_load(spec))
-        results = [model.eval(text, symbolic=symbolic) for text in queries]
-        if as_json:
-            click.echo(json.dumps([r.to_json() for r in results], indent=2))
-            return
-        for result in results:
-            click.echo(f"{result.query} = {result}")
-        return
-    # compiled queries (compiler/compiled.py): the same exact values, printed by the fast lane's formatter
-    from .cli_fast import compiled_answers, eval_rows, render_eval
+        model = Model(load_spec_file(spec))
+        answers = []
+        for text in queries:
+            try:
+                answers.append(model.eval(text, symbolic=symbolic))
+            except SpecError as exc:
+                answers.append(exc)
+        rows = [a.to_json() if not isinstance(a, SpecError) else a for a in answers]
+    else:
+        # compiled queries (compiler/compiled.py): the same exact values, printed by the fast lane's formatter
+        from .cli_fast import compiled_answers, eval_rows
 
-    click.echo(render_eval(eval_rows(queries, compiled_answers(spec, queries)), as_json))
+        rows = eval_rows(queries, compiled_answers(spec, queries, keep_going=True))
+    from .cli_fast import render_eval
+
+    if _print_eval(queries, rows, as_json, render_eval):
+        sys.exit(2)
+
+
+def _print_eval(queries, rows, as_json: bool, render_eval) -> bool:
+    """Print each answer (stdout) or located error (stderr) in order; True when any failed.
+    With --json the list has {"query", "error"} in place of a failed answer."""
+    failed = False
+    if as_json:
+        for row in rows:
+            if isinstance(row, SpecError):
+                click.echo(row.render(), err=True)
+        click.echo(render_eval([{"query": text, "error": r.message} if isinstance(r, SpecError) else r
+                                for text, r in zip(queries, rows)], True))
+        return any(isinstance(r, SpecError) for r in rows)
+    for row in rows:
+        if isinstance(row, SpecError):
+            failed = True
+            click.echo(row.render(), err=True)
+        else:
+            click.echo(render_eval([row], False))
+    return failed
 
 
 # the query list of `eval --help` comes from the one registration table (stdlib-only import)
 from .compiler.query_registry import help_lines as _query_help_lines  # noqa: E402
 
-eval_.help += "\n\n\b\nQueries, by family (README 'Queries' has their arguments):\n" + "\n".join(_query_help_lines())
+# (the docstring is dedented first: click dedents help at print time, and unindented lines appended
+# to an indented docstring would keep all of it indented)
+eval_.help = inspect.cleandoc(eval_.help) + "\n\n\b\nQueries, by family (the README's query table says what each " \
+    "answers):\n" + "\n".join(_query_help_lines())
 
 
-@main.command()
+@click.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
 @click.option("--allow-dead-ends", is_flag=True,
               help="Report a tensor nothing consumes as a warning (exit 0) instead of an error: "
@@ -156,7 +163,7 @@ def check(specs, allow_dead_ends, strict):
 
     dead_total = 0
     for path in specs:
-        spec = _load(path)
+        spec = load_spec_file(path)
         model = compile_spec(spec)
         claims = load_claims(spec)
         seen = set()
@@ -174,11 +181,3 @@ def check(specs, allow_dead_ends, strict):
                    + (f", {len(seen)} dead-end op(s)" if seen else ""))
     if dead_total and not allow_dead_ends:
         sys.exit(2)
-
-
-# Commands owned by other modules register themselves on `main` when imported
-# (`from .cli import main` there is the stand-in that resolves to the group above):
-# cli_render (graph, table, report, plot), cli_hf (import-hf, crosscheck),
-# cli_coverage (coverage of the claim catalogs), cli_blocks (the block library reference),
-# cli_site (the static explorer).
-from . import cli_blocks, cli_coverage, cli_hf, cli_plan, cli_render, cli_site, cli_sweep  # noqa: E402,F401

@@ -7,10 +7,9 @@ import sys
 
 import click
 
-from .cli import main
 
 
-@main.command()
+@click.command()
 @click.argument("catalogs", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--specs", "spec_glob", default="specs/*.yaml", show_default=True,
               help="Specs whose claims count as encoded (a glob).")

@@ -63,9 +63,10 @@ def approx_text(value) -> str:
 
 @printing_exact
 def eval_rows(queries, answers) -> list:
-    """answers: (value, unit label, extrapolated) per query."""
-    return [{"query": text, "value": _json_value(value), "float": _float(value), "unit": unit,
-             "extrapolated": bool(extrapolated)} for text, (value, unit, extrapolated) in zip(queries, answers)]
+    """answers: (value, unit label, extrapolated) per query; an error (an exception) is kept as it is."""
+    return [answer if isinstance(answer, Exception) else
+            {"query": text, "value": _json_value(answer[0]), "float": _float(answer[0]), "unit": answer[1],
+             "extrapolated": bool(answer[2])} for text, answer in zip(queries, answers)]
 
 
 @printing_exact
@@ -126,19 +127,27 @@ def _eval(args) -> int | None:
     return 0
 
 
-def compiled_answers(spec_path, queries) -> list:
+def compiled_answers(spec_path, queries, keep_going: bool = False) -> list:
     """(value, unit, extrapolated) of each query, from compiled queries, compiling a
     closed form (with the symbolic engine) where the store has none. Shared by the
-    fast lane and the click command, so both print the same bits."""
+    fast lane and the click command, so both print the same bits. A query's located
+    error is raised, or with keep_going=True kept in its place (the others still answered)."""
     from .compiler import compile_queries
     from .compiler.queries import QueryEngine
     from .compiler.spec import load_spec
+    from .dsl.errors import SpecError
 
     engine = QueryEngine.shared(load_spec(spec_path))
     answers = []
     try:
         for text in queries:
-            found = compile_queries.answer(engine, text)
+            try:
+                found = compile_queries.answer(engine, text)
+            except SpecError as exc:
+                if not keep_going:
+                    raise
+                answers.append(exc)
+                continue
             answers.append((found.value, found.unit, found.extrapolated))
     finally:
         compile_queries.flush()

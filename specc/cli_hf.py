@@ -6,11 +6,11 @@ import sys
 
 import click
 
-from .cli import _load, main
+from .cli_support import load_spec_file
 from .cli_spec import SPEC
 
 
-@main.command("import-hf")
+@click.command("import-hf")
 @click.argument("config", type=click.Path(exists=True, dir_okay=True))
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the spec (e.g. specs/NAME.yaml); imports point at specs/lib.")
@@ -35,11 +35,11 @@ def import_hf(config, output, name):
     from .dsl.hf_import import write_spec
 
     write_spec(config, output, name)
-    compile_spec(_load(output))   # the written spec must compile; a failure here is a bug, reported located
+    compile_spec(load_spec_file(output))   # the written spec must compile; a failure here is a bug, reported located
     click.echo(f"wrote {output}")
 
 
-@main.command()
+@click.command()
 @click.argument("spec", type=SPEC)
 @click.option("--hf-config", "hf_config", required=True, type=click.Path(exists=True, dir_okay=False),
               help="The Hugging Face config.json the spec describes.")
@@ -65,7 +65,7 @@ def crosscheck(spec, hf_config, batch, tokens, device):
     from .verify.crosscheck import CrosscheckUnavailable, crosscheck as run
 
     try:
-        report = run(_load(spec), hf_config, batch=batch, tokens=tokens, device=device)
+        report = run(load_spec_file(spec), hf_config, batch=batch, tokens=tokens, device=device)
     except CrosscheckUnavailable as exc:
         click.echo(f"specc crosscheck: {exc}", err=True)
         sys.exit(2)

@@ -7,7 +7,6 @@ import sys
 
 import click
 
-from .cli import main
 from .cli_spec import SPEC
 
 _TRAFFIC = [
@@ -45,7 +44,7 @@ def _pairs(items, what):
     return out
 
 
-@main.command("plan")
+@click.command("plan")
 @click.argument("spec", type=SPEC)
 @_traffic
 @click.option("--ttft", default=None, help="Target mean time to first token ('1 s', '500 ms').")
@@ -102,7 +101,7 @@ def plan_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate,
         sys.exit(1)
 
 
-@main.command("simulate")
+@click.command("simulate")
 @click.argument("spec", type=SPEC)
 @_traffic
 @click.option("--device", required=True)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from .cli import _load, main
+from .cli_support import load_spec_file
 from .cli_spec import SPEC
+from .compiler.query_registry import plotted
 
 
 def _choices(options) -> dict:
@@ -41,7 +42,7 @@ _OPTION = click.option("--option", "options", multiple=True, metavar="NAME=CHOIC
                        help="Choose a spec option, e.g. --option mode=reference.")
 
 
-@main.command()
+@click.command()
 @click.argument("spec", type=SPEC)
 @click.option("--level", type=click.Choice(["model", "op", "full"]), default="model", show_default=True,
               help="model: the layer stack, groups of identical layers, state stores; op: one block's ops "
@@ -67,7 +68,7 @@ def graph(spec, level, block, fmt, output, options):
     from .render.graph_export import to_dot, to_json
     from .render.views import RenderError
 
-    model = compile_spec(_load(spec), None, _choices(options))
+    model = compile_spec(load_spec_file(spec), None, _choices(options))
     try:
         if level == "full":
             payload = to_json(model) if fmt == "json" else to_dot(model)
@@ -85,7 +86,7 @@ def graph(spec, level, block, fmt, output, options):
     _write(output, payload)
 
 
-@main.command()
+@click.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
 @click.option("--kind", type=click.Choice(["modules", "params", "flops", "state", "compare", "roofline"]),
               default="modules",
@@ -120,7 +121,7 @@ def table(specs, kind, fmt, columns, scenarios, contexts, unit, state_format, ou
     from .render.views import RenderError
 
     choices = _choices(options)
-    engines = [QueryEngine(_load(p)) for p in specs]
+    engines = [QueryEngine(load_spec_file(p)) for p in specs]
     render = T.FORMATS[fmt]
     try:
         if kind == "modules":
@@ -142,9 +143,9 @@ def table(specs, kind, fmt, columns, scenarios, contexts, unit, state_format, ou
     _write(output, "\n".join(out))
 
 
-@main.command()
+@click.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
-@click.option("--quantity", type=click.Choice(["state_bytes", "flops", "b_max", "tpot"]), default="state_bytes",
+@click.option("--quantity", type=click.Choice(list(plotted() + plotted(on_request=True))), default="state_bytes",
               show_default=True)
 @click.option("--device", default="h100_sxm", show_default=True, help="b_max, tpot: a device under specs/hardware/ (tpot: several, comma-separated).")
 @click.option("--workspace", default="2 GiB", show_default=True, help="b_max: reserved memory.")
@@ -172,7 +173,7 @@ def plot(specs, quantity, device, workspace, contexts, components, state_format,
     from .render import plots as PL
     from .render.views import RenderError
 
-    engines = [QueryEngine(_load(p)) for p in specs]
+    engines = [QueryEngine(load_spec_file(p)) for p in specs]
     try:
         p = PL.make_plot(quantity, engines, contexts=list(contexts) or None, fmt=state_format, device=device,
                          workspace=workspace, components=components)
@@ -186,7 +187,7 @@ def plot(specs, quantity, device, workspace, contexts, components, state_format,
     click.echo(f"wrote {output} ({len(p.series)} series)")
 
 
-@main.command()
+@click.command()
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), required=True)
 def report(specs, out_dir):
@@ -212,7 +213,7 @@ def report(specs, out_dir):
     click.echo(f"wrote {len(written)} files to {out_dir}")
 
 
-@main.command()
+@click.command()
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="docs", show_default=True)
 @click.option("--specs", "spec_glob", default="specs/*.yaml", show_default=True)
 def docs(out_dir, spec_glob):

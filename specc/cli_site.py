@@ -9,10 +9,9 @@ from pathlib import Path
 
 import click
 
-from .cli import main
 
 
-@main.command()
+@click.command()
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), required=True,
               help="Folder to write explorer.html, its assets and data into.")
 @click.option("--specs", "spec_glob", default="specs/*.yaml", show_default=True,

@@ -6,10 +6,9 @@ import sys
 
 import click
 
-from .cli import main
 
 
-@main.command()
+@click.command()
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False))
 @click.argument("query")
 @click.option("--over", "overs", multiple=True, required=True,

@@ -79,10 +79,13 @@ def test_ratio_is_a_fraction_and_never_sympy(qwen):
 def test_keyword_methods_are_the_query_table(qwen):
     from specc.compiler.queries import QUERIES
 
+    from specc.compiler.query_registry import docstring
+
     assert set(QUERIES) <= set(dir(qwen))
     for name in QUERIES:
         method = getattr(qwen, name)
-        assert method.__name__ == name and method.__doc__ == QUERIES[name]
+        assert method.__name__ == name and method.__doc__ == docstring(QUERIES[name])
+    assert qwen.dim("d").value == qwen.eval("dim(d)").value
     assert qwen.flops(P=8192).value == qwen.eval("flops(B=1, S=0, P=8192)").value == 133594323353600
     assert qwen.eval("flops", P=8192, B=2).value == qwen.eval("flops(P=8192, B=2)").value
     assert qwen.params(group="routed_experts").value == 0

@@ -22,13 +22,10 @@ def _model(sets, declared=None):
     ops = [SimpleNamespace(layers=s, segment=f"seg{i}") for i, s in enumerate(sets)]
     ops.insert(0, SimpleNamespace(layers=(), segment="embed"))
     ops.append(SimpleNamespace(layers=(), segment="head"))
-    raw = {}
-    if declared:
-        from specc.dsl.yamlload import Map
+    from specc.compiler.spec import PipelineSplit
 
-        raw["pipeline"] = Map(declared)
-        raw["pipeline"].loc = None
-    return SimpleNamespace(ops=ops, states=[], spec=SimpleNamespace(raw=raw))
+    pipeline = {pp: PipelineSplit(tuple(counts), None) for pp, counts in (declared or {}).items()}
+    return SimpleNamespace(ops=ops, states=[], spec=SimpleNamespace(pipeline=pipeline))
 
 
 def _brute_stages(sets, pp):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from specc.cli import main
@@ -64,3 +65,96 @@ def test_query_family_modules_do_not_import_the_engine():
     families = [compiler / "training.py", compiler / "query_base.py", *compiler.glob("q_*.py")]
     for path in families:
         assert "queries" not in _imports(path), path.name
+
+
+# ------------------------------------------------------------------ every lane printed from the declarations
+def test_eval_help_prints_every_signature():
+    out = CliRunner().invoke(main, ["eval", "--help"]).output
+    flat = " ".join(out.split())
+    for info in QUERIES.values():
+        assert info.signature in flat, info.signature
+
+
+def test_api_methods_have_the_declared_signature():
+    import inspect
+
+    from specc.api import Model
+
+    for info in QUERIES.values():
+        method = getattr(Model, info.name)
+        params = inspect.signature(method).parameters
+        declared = [p for p in info.params if not p.positional]
+        assert [n for n in params if n not in ("self", "symbolic", "more", "name")] == [p.name for p in declared]
+        for p in declared:
+            default = params[p.name].default
+            if p.required:
+                assert default is inspect.Parameter.empty, (info.name, p.name)
+            elif p.kind == "flag":
+                assert default == (p.default == "true"), (info.name, p.name)
+            else:
+                assert default == p.default, (info.name, p.name)
+        assert method.__doc__ == query_registry.docstring(info)
+        assert all(p.name in method.__doc__ for p in declared)
+
+
+def test_site_figures_are_the_declared_ones():
+    from specc.render import site
+
+    for group, shown in (("model", site.FIGURES), ("deployed", site.DEPLOYED), ("time", site.TIME_FIGURES)):
+        declared = query_registry.figures(group)
+        assert [(f.query, f.id, f.label, f.unit, f.args) for f in shown] == \
+            [(name, f.id, f.label, f.unit, f.args) for name, f in declared]
+        for name, f in declared:
+            assert all(arg in QUERIES[name].names for arg, _ in f.args), (name, f.id)
+            assert (f.formatted and "format" in QUERIES[name].names) or not f.formatted
+
+
+def test_tables_plots_and_claims_use_the_declarations():
+    from specc.render import plots, tables
+    from specc.verify.claims import touches_model
+
+    assert [c.query for c in tables.default_columns()][:3] == ["params()", "weight_bytes()", "flops(B=1, S=0, P=8192)"]
+    assert plots.QUANTITIES == ("state_bytes", "flops", "b_max") and plots.EXTRA_QUANTITIES == ("tpot",)
+    for info in QUERIES.values():
+        text = f"{info.name}(device=h100_sxm)" if not info.special else f"{info.name}(bf16)"
+        assert touches_model(text) == info.reads_model, info.name
+        for name in info.closed_form:
+            assert name in info.names
+
+
+def test_every_declared_parameter_is_one_the_engine_accepts_and_units_are_what_prints():
+    """Each query's example evaluates; the unit it prints is the declared one. Reading an
+    undeclared parameter inside the engine raises UndeclaredArgument, so the examples with
+    every optional argument at its default also prove the code reads only declared names."""
+    import specc
+    from specc.compiler.query_value import make_call
+
+    m = specc.load(str(ROOT / "specs" / "llama2_7b.yaml"))
+    for info in QUERIES.values():
+        args = dict(info.example)
+        call = make_call(info.name, [(None if k == "NAME" else k, v) for k, v in args.items()])
+        r = m.eval(call.text())
+        assert r.unit == info.unit, (info.name, r.unit, info.unit)
+
+
+def test_unknown_argument_names_the_query_s_own_parameters():
+    import specc
+
+    m = specc.load(str(ROOT / "specs" / "llama2_7b.yaml"))
+    assert m.eval("train_memory(B=1, P=4096, component=static)").value > 0
+    for text, hint in (("tpot(H=1, device=h100_sxm, mf=0.5)", "did you mean mfu?"),
+                       ("ttft(P=1, device=h100_sxm, TP=2)", "did you mean tp?"),
+                       ("flops(p=8192)", "did you mean P?"),
+                       ("train_memory(ep=2)", "does not take 'ep='")):
+        with pytest.raises(specc.Error) as err:
+            m.eval(text)
+        assert hint in str(err.value), (text, str(err.value))
+    link = m.eval("tpot(H=100, device=h100_sxm, tp=2, link_bandwidth=100 GB / 1 s)")
+    assert link.value != m.eval("tpot(H=100, device=h100_sxm, tp=2)").value
+
+
+def test_argument_names_cover_every_parameter():
+    for info in QUERIES.values():
+        assert set(info.names) <= query_registry.ARGUMENT_NAMES
+        for p in info.params:
+            assert p.kind in query_registry.KINDS and (p.doc or p.positional), (info.name, p.name)

@@ -40,9 +40,6 @@ _ABOUT_RE = re.compile(r"\s*(" + "|".join(re.escape(w) for w in ABOUT) + r")(?=[
 _BOUND_RE = re.compile(r"\s*(" + "|".join(sorted((re.escape(k) for k in BOUNDS), key=len, reverse=True))
                        + r")(?=[\s\d.+-])\s*")
 _HOLDS = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b}
-# queries that read only a table of the tool (devices, storage types), not the model:
-# a claim made only of these (or of bare numbers and units) is a fact check
-TABLE_QUERIES = {"device_memory", "device_flops", "device_bandwidth", "dtype_bytes"}
 
 
 def split_bound(expect) -> tuple[str | None, int]:
@@ -57,12 +54,15 @@ def split_bound(expect) -> tuple[str | None, int]:
 
 
 def touches_model(eval_text) -> bool:
-    """Whether a claim's query reads the model (any query but a table look-up)."""
-    from ..compiler.queries import QUERIES
+    """Whether a claim's query reads the model (a query whose declaration says so; device
+    and storage-type look-ups do not): a claim that does not is a fact check."""
+    from ..compiler.query_registry import REGISTRY
+
+    def reads_model(name) -> bool:
+        return name in REGISTRY and REGISTRY[name].reads_model
 
     node = parse_expr(eval_text)
-    return any(isinstance(n, ast.Call) and n.func in QUERIES and n.func not in TABLE_QUERIES
-               or isinstance(n, ast.Name) and n.id in QUERIES and n.id not in TABLE_QUERIES
+    return any(isinstance(n, ast.Call) and reads_model(n.func) or isinstance(n, ast.Name) and reads_model(n.id)
                for n in node.walk())
 
 
