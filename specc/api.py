@@ -21,6 +21,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from .dsl.errors import SpecError
+from .dsl.human import show
 
 Error = SpecError     # the one exception type of the API
 
@@ -38,18 +39,8 @@ def _exact(value):
 
 
 def display(value, unit: str, extrapolated: bool) -> str:
-    """How the CLI prints a value: 8,190,735,360 params; 1/2  ≈ 0.5; a closed form as text."""
-    if isinstance(value, bool):
-        value = int(value)
-    if isinstance(value, int):
-        pretty, approx = f"{value:,}", ""
-    elif isinstance(value, Fraction):
-        pretty, approx = f"{value.numerator}/{value.denominator}", f"  ≈ {float(value):.6g}"
-    else:
-        pretty = str(value)
-        approx = f"  ≈ {float(value):.6g}" if getattr(value, "is_number", False) else ""
-    flag = "  (extrapolated)" if extrapolated else ""
-    return f"{pretty} {unit}{approx}{flag}".rstrip()
+    """How the CLI prints a value: 8,190,735,360 params; 1/2  ≈ 0.5; 13.654 ms; a closed form as text."""
+    return show(value, unit, extrapolated)[1]
 
 
 @dataclass(frozen=True)
@@ -79,11 +70,16 @@ class Result:
         return self.value
 
     def __repr__(self) -> str:
-        return f"<{self.query} = {self}>"
+        return f"<{self.line()}>"
 
     def __str__(self) -> str:
-        """Exactly what `specc eval` prints after 'query = '."""
+        """Exactly what `specc eval` prints after the query and its '=' (or '≈' for a rounded time)."""
         return display(self.value, self.unit, self.extrapolated)
+
+    def line(self, exact: bool = False) -> str:
+        """The line `specc eval` prints: 'params() = 8,190,735,360 params', 'tpot(...) ≈ 13.654 ms'."""
+        relation, text = show(self.value, self.unit, self.extrapolated, exact)
+        return f"{self.query} {relation} {text}"
 
     def to_json(self) -> dict:
         """The object `specc eval --json` prints for this query."""

@@ -43,11 +43,15 @@ def main():
 @click.argument("specs", nargs=-1, required=True, type=SPEC)
 @click.option("--claims", "claim_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Extra claim files (YAML with a 'claims:' list), checked against every SPEC.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "md"]), default="text",
-              show_default=True, help="Output format.")
+@click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "junit", "md"]), default="text",
+              show_default=True,
+              help="Output format: text is one line per spec plus the details of what fails; "
+                   "table lists every claim (as --verbose).")
+@click.option("-v", "--verbose", is_flag=True, help="List every claim: verdict, id, source, query, computed and "
+                                                    "expected values (the text format's long form).")
 @click.option("--only", default=None, help="Only claims whose id contains this text.")
 @click.option("--no-fast", is_flag=True, help="Evaluate every claim with the symbolic engine (no compiled queries).")
-def verify(specs, claim_files, fmt, only, no_fast):
+def verify(specs, claim_files, fmt, verbose, only, no_fast):
     """Check every claim of each SPEC: PASS / FAIL / XFAIL / XPASS / ERROR.
 
     Each claim is a number a source document prints, with the query that
@@ -56,11 +60,12 @@ def verify(specs, claim_files, fmt, only, no_fast):
     error or a claim that cannot be evaluated (ERROR).
 
     \b
-    specc verify specs/<model>.yaml specs/<other>.yaml
+    specc verify specs/*.yaml                      one line per spec, then the totals
+    specc verify specs/<model>.yaml --verbose      every claim with its values
     specc verify specs/*.yaml --format json > results.json
     specc verify specs/<model>.yaml --only prefill
     """
-    from .verify.output import FORMATS
+    from .verify.output import FORMATS, output_format
 
     results = []
     for path in specs:
@@ -81,7 +86,7 @@ def verify(specs, claim_files, fmt, only, no_fast):
             _fail(SpecError(f"--only '{only}' matches no claim id of {', '.join(specs)}",
                             expected="text contained in a claim id: " + did_you_mean(
                                 only, sorted({r.claim.id for r in every}))))
-    click.echo(FORMATS[fmt](results))
+    click.echo(FORMATS[output_format(fmt, verbose)](results))
     # an ERROR is a mistake in a claim (its query or its units): a usage error, like a spec error
     if any(r.verdict == "ERROR" for r in results):
         sys.exit(2)
@@ -93,10 +98,13 @@ def verify(specs, claim_files, fmt, only, no_fast):
 @click.argument("spec", type=SPEC)
 @click.argument("queries", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list: query, value, float, unit, extrapolated.")
+@click.option("--exact", is_flag=True,
+              help="Print times as exact fractions of seconds too (by default a time is shown rounded, "
+                   "in s, ms, µs or ns; --json always has the exact value).")
 @click.option("--symbolic", is_flag=True,
               help="Allow scenario symbols as arguments (e.g. P=P) and print the expression.")
 @click.option("--no-fast", is_flag=True, help="Evaluate with the symbolic engine (no compiled queries).")
-def eval_(spec, queries, as_json, symbolic, no_fast):
+def eval_(spec, queries, as_json, exact, symbolic, no_fast):
     """Evaluate QUERIES against SPEC and print exact results.
 
     \b
@@ -120,12 +128,12 @@ def eval_(spec, queries, as_json, symbolic, no_fast):
             click.echo(json.dumps([r.to_json() for r in results], indent=2))
             return
         for result in results:
-            click.echo(f"{result.query} = {result}")
+            click.echo(result.line(exact))
         return
     # compiled queries (compiler/compiled.py): the same exact values, printed by the fast lane's formatter
     from .cli_fast import compiled_answers, eval_rows, render_eval
 
-    click.echo(render_eval(eval_rows(queries, compiled_answers(spec, queries)), as_json))
+    click.echo(render_eval(eval_rows(queries, compiled_answers(spec, queries)), as_json, exact))
 
 
 # the query list of `eval --help` comes from the one registration table (stdlib-only import)

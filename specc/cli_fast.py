@@ -43,26 +43,38 @@ def eval_rows(queries, answers) -> list:
              "extrapolated": bool(extrapolated)} for text, (value, unit, extrapolated) in zip(queries, answers)]
 
 
-def render_eval(rows, as_json: bool) -> str:
+def _row_value(value):
+    """A row's value back as a number: an int, a Fraction from 'p/q', else the text of a closed form."""
+    if isinstance(value, str) and value.count("/") == 1:
+        num, den = value.split("/")
+        if num.lstrip("-").isdigit() and den.isdigit():
+            return Fraction(int(num), int(den))
+    return value
+
+
+def render_eval(rows, as_json: bool, exact: bool = False) -> str:
+    """The text of `specc eval`: times in their readable unit ('tpot(...) ≈ 13.654 ms'), every other
+    value exact; --exact prints times as exact fractions of seconds too, --json every value exact."""
     if as_json:
         return json.dumps(rows, indent=2)
+    from .dsl.human import show
+
     lines = []
     for row in rows:
-        flag = "  (extrapolated)" if row["extrapolated"] else ""
-        value = row["value"]
-        pretty = f"{value:,}" if isinstance(value, int) else str(value)
-        approx = f"  ≈ {row['float']:.6g}" if row["float"] is not None and not isinstance(value, int) else ""
-        lines.append(f"{row['query']} = {pretty} {row['unit']}{approx}{flag}".rstrip())
+        relation, text = show(_row_value(row["value"]), row["unit"], row["extrapolated"], exact)
+        lines.append(f"{row['query']} {relation} {text}")
     return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ the lane
 def _eval(args) -> int | None:
-    as_json = False
+    as_json = exact = False
     rest = []
     for arg in args:
         if arg == "--json":
             as_json = True
+        elif arg == "--exact":
+            exact = True
         elif arg.startswith("-"):
             return None
         else:
@@ -79,7 +91,7 @@ def _eval(args) -> int | None:
             break
         answers.append((found.value, found.unit, found.extrapolated))
     else:
-        sys.stdout.write(render_eval(eval_rows(queries, answers), as_json) + "\n")
+        sys.stdout.write(render_eval(eval_rows(queries, answers), as_json, exact) + "\n")
         return 0
     # a miss: compile what is missing here rather than import click for it (a first run
     # pays for sympy already); any error is left to the click command to report
@@ -89,7 +101,7 @@ def _eval(args) -> int | None:
         answers = compiled_answers(spec, queries)
     except SpecError:
         return None
-    sys.stdout.write(render_eval(eval_rows(queries, answers), as_json) + "\n")
+    sys.stdout.write(render_eval(eval_rows(queries, answers), as_json, exact) + "\n")
     return 0
 
 
@@ -113,10 +125,12 @@ def compiled_answers(spec_path, queries) -> list:
 
 
 def _verify(args) -> int | None:
-    specs, claim_files, fmt, only = [], [], "text", None
+    specs, claim_files, fmt, only, verbose = [], [], "text", None, False
     it = iter(args)
     for arg in it:
-        if arg in ("--format", "--only", "--claims"):
+        if arg in ("-v", "--verbose"):
+            verbose = True
+        elif arg in ("--format", "--only", "--claims"):
             value = next(it, None)
             if value is None:
                 return None
@@ -130,7 +144,7 @@ def _verify(args) -> int | None:
             return None
         else:
             specs.append(arg)
-    if not specs or fmt not in ("text", "json", "junit", "md"):
+    if not specs or fmt not in ("text", "table", "json", "junit", "md"):
         return None
     if not all(os.path.isfile(p) for p in specs + claim_files):
         return None
@@ -146,9 +160,9 @@ def _verify(args) -> int | None:
         results = [r for r in results if only in r.claim.id]
         if not results:
             return None          # the click command says which ids exist
-    from .verify.output import FORMATS
+    from .verify.output import FORMATS, output_format
 
-    sys.stdout.write(FORMATS[fmt](results) + "\n")
+    sys.stdout.write(FORMATS[output_format(fmt, verbose)](results) + "\n")
     # the exit status of the click command: 2 for a claim that cannot be evaluated, 1 for FAIL/XPASS
     if any(r.verdict == "ERROR" for r in results):
         return 2
