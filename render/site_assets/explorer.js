@@ -68,11 +68,22 @@ const SPECC = (() => {
     return "";
   }
 
-  // seconds as milliseconds, rates as tokens/s: the exact value stays in data-value and the note
+  // a time in the largest unit in which it is at least 1 (s, ms, µs, ns), as dsl/human.py prints it
+  const TIME_UNITS = [["s", 1], ["ms", 1e-3], ["µs", 1e-6], ["ns", 1e-9]];
+  function timeUnit(x) {
+    for (const [label, size] of TIME_UNITS) if (Math.abs(x) >= size) return [label, size];
+    return TIME_UNITS[TIME_UNITS.length - 1];
+  }
+  function showSeconds(x, digits) {
+    if (x === 0) return "0 s";
+    const [label, size] = timeUnit(x);
+    return `${(x / size).toLocaleString("en-US", { maximumSignificantDigits: digits })} ${label}`;
+  }
+
+  // times in s/ms/µs, rates as tokens/s: the exact value stays in data-value and the note
   function showRate(v, unit) {
     const x = toNumber(v);
-    const digits = { maximumSignificantDigits: 5 };
-    const main = unit === "seconds" ? `≈ ${(x * 1000).toLocaleString("en-US", digits)} ms`
+    const main = unit === "seconds" ? `≈ ${showSeconds(x, 5)}`
       : `≈ ${x.toLocaleString("en-US", { maximumFractionDigits: x >= 100 ? 1 : 4 })} tokens/s`;
     const exact = isInt(v) ? separated(v) : `${v.n}/${v.d}`;
     return { main, note: `exactly ${exact} ${unit === "seconds" ? "seconds" : "tokens per second"}` };
@@ -559,6 +570,7 @@ const SPECC = (() => {
     const ymax = Math.max(...points.map((p) => p[1]), here.error ? 0 : toNumber(here.value)) || 1;
     const x = (h) => L + ((W - L - R) * Math.log2(Math.max(1, Number(h)))) / kmax;
     const y = (v) => T + (Hh - T - Bm) * (1 - v / ymax);
+    const axisTime = timeUnit(ymax);      // every tick of a time axis in the unit of its largest value
     const root = svg("svg", { viewBox: `0 0 ${W} ${Hh}`, role: "img",
                               "aria-label": `${title}, context from 1 to ${separated(2 ** kmax)} tokens on a log scale` });
     root.appendChild(svg("line", { x1: L, y1: y(0), x2: W - R, y2: y(0), class: "axis" }));
@@ -572,7 +584,7 @@ const SPECC = (() => {
     for (let i = 0; i <= 4; i++) {
       const v = (ymax * i) / 4;
       root.appendChild(svg("line", { x1: L - 4, y1: y(v), x2: W - R, y2: y(v), class: "grid" }));
-      const label = fig.unit === "seconds" ? `${round3(v * 1000)} ms`
+      const label = fig.unit === "seconds" ? `${round3(v / axisTime[1])} ${axisTime[0]}`
         : fig.unit === "bytes" ? (approx(BigInt(Math.round(v)), "bytes") || `${Math.round(v)} B`)
           : (approx(BigInt(Math.round(v)), fig.unit) || round3(v));
       root.appendChild(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" }, label));
