@@ -42,7 +42,7 @@ def run_specc(*args, timeout=120):
 
 # ------------------------------------------------------------------ verify, end to end
 def test_verify_shipped_specs_subprocess():
-    proc = run_specc("verify", "specs/qwen3_8b.yaml", "specs/deepseek_v41.yaml")
+    proc = run_specc("verify", "specs/qwen3_8b.yaml", "specs/deepseek_v41.yaml", "--verbose")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert "Traceback" not in proc.stderr
     lines = proc.stdout.splitlines()
@@ -51,6 +51,19 @@ def test_verify_shipped_specs_subprocess():
         assert any(pattern.match(line) for line in lines), f"claim {claim['id']} / {claim.get('source')} not listed"
     assert re.search(rf"\({len(shipped_claims())} claims\)$", lines[-1]), lines[-1]
     assert not re.search(r"\b(fail|xpass|error)\b", lines[-1]), lines[-1]
+
+
+def test_verify_summary_is_one_line_per_spec():
+    """The default text is one screen: a line per spec with its counts, the totals, no claim listing."""
+    proc = run_specc("verify", "specs/qwen3_8b.yaml", "specs/deepseek_v41.yaml")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert re.match(r"^specs/qwen3_8b\.yaml\s+\d+ pass$", lines[0]), lines[0]
+    assert re.match(r"^specs/deepseek_v41\.yaml\s+\d+ pass$", lines[1]), lines[1]
+    assert not any(line.startswith(("PASS ", "XFAIL ")) for line in lines)
+    assert any(re.search(rf"\({len(shipped_claims())} claims\)$", line) for line in lines)
+    assert "--verbose" in lines[-1]
+    assert len(lines) <= 8
 
 
 @pytest.fixture(scope="module")
