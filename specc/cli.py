@@ -18,6 +18,18 @@ def _load(path):
     return load_spec(path)
 
 
+def quiet_broken_pipe():
+    """The reader of our output went away (`specc coverage | head`): stop quietly, exit 0.
+    Standard output is pointed at /dev/null so the interpreter's final flush cannot complain."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(0)
+
+
 def _fail(exc, code: int = 2):
     sys.stderr.write(exc.render() + "\n")
     sys.exit(code)
@@ -42,10 +54,13 @@ class _Main:
         if not args and not kwargs:
             from .cli_fast import try_fast
 
-            code = try_fast(sys.argv[1:])
-            if code is not None:
-                sys.stdout.flush()
-                sys.exit(code)
+            try:
+                code = try_fast(sys.argv[1:])
+                if code is not None:
+                    sys.stdout.flush()
+                    sys.exit(code)
+            except BrokenPipeError:
+                quiet_broken_pipe()
         return self._real()(*args, **kwargs)
 
 

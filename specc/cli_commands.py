@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from .cli import _fail, _load
+from .cli import _fail, _load, quiet_broken_pipe
 from .cli_spec import PATH_OPTION, SPEC
 from .dsl.errors import SpecError
 
@@ -19,6 +19,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except SpecError as exc:
             _fail(exc)
+        except BrokenPipeError:     # `specc ... | head`: the reader has all it wanted
+            quiet_broken_pipe()
         except OSError as exc:   # e.g. -o into a missing folder or a read-only place
             where = f" '{exc.filename}'" if exc.filename else ""
             _fail(SpecError(f"cannot write or read{where}: {exc.strerror or exc}",

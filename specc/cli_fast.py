@@ -177,6 +177,8 @@ def try_fast(argv) -> int | None:
             return _eval(argv[1:])
         if argv[0] == "verify":
             return _verify(argv[1:])
+    except BrokenPipeError:
+        raise                # the reader went away: specc/cli.py stops quietly
     except Exception:  # noqa: BLE001 - any surprise: the full command line handles it
         return None
     return None
