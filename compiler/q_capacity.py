@@ -66,7 +66,8 @@ class CapacityQueries:
         length = a.scenario("H")
         ext = a.check_context(model, length)
         fits = [sp.Max(0, sp.floor(f / s.xreplace({H: length}))) for f, s in zip(free, per_request) if s != 0]
-        return Quantity(dep.ep * dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits)), NONE, ext)
+        value = dep.ep * dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits))
+        return Quantity(value, NONE, ext, _shortfall(value, free, per_request, length))
 
     def q_h_max(self, model, a):
         free, per_request, dep = self._budget(model, a)
@@ -91,3 +92,20 @@ class CapacityQueries:
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
         ext = model.max_context is not None and lo > model.max_context
         return Quantity(sp.Integer(lo), TOKENS, bool(ext))
+
+
+def _shortfall(value, free, per_request, length) -> str:
+    """Why b_max is 0, in bytes: the first device (pipeline stage) that cannot hold one request,
+    its state for one request and what is left after weights and workspace."""
+    if value != 0:
+        return ""
+    for stage, (f, s) in enumerate(zip(free, per_request)):
+        one = s.xreplace({H: length})
+        if not (f.is_number and one.is_number) or one == 0 or f >= one:
+            continue
+        where = f" on pipeline stage {stage + 1}" if len(free) > 1 else ""
+        left = (f"{int(sp.floor(f)):,} B are left after weights and workspace" if f >= 0
+                else f"weights and workspace alone exceed the memory by {int(sp.ceiling(-f)):,} B")
+        return (f"short by {int(sp.ceiling(one - f)):,} B{where}: one request's state is "
+                f"{int(sp.ceiling(one)):,} B and {left}")
+    return ""

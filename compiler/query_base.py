@@ -5,7 +5,7 @@ module (and training.py) can import it without a cycle."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy as sp
 
@@ -27,6 +27,8 @@ class Quantity:
     value: sp.Expr
     dims: tuple
     extrapolated: bool = False
+    # why a value is what it is, when that is not obvious (b_max = 0: what is short); not part of the value
+    note: str = field(default="", compare=False)
 
     def with_value(self, value, dims=None, extrapolated=None) -> "Quantity":
         return Quantity(value, self.dims if dims is None else dims,

@@ -133,9 +133,10 @@ def eval_(spec, queries, as_json, exact, symbolic, no_fast):
             click.echo(result.line(exact))
         return
     # compiled queries (compiler/compiled.py): the same exact values, printed by the fast lane's formatter
-    from .cli_fast import compiled_answers, eval_rows, render_eval
+    from .cli_fast import compiled_answers, eval_rows, render_eval, value_notes
 
-    click.echo(render_eval(eval_rows(queries, compiled_answers(spec, queries)), as_json, exact))
+    answers = compiled_answers(spec, queries)
+    click.echo(render_eval(eval_rows(queries, answers, value_notes(spec, queries, answers)), as_json, exact))
 
 
 # the query list of `eval --help` comes from the one registration table (stdlib-only import)

@@ -37,10 +37,32 @@ def _float(value):
     return float(value) if value.is_number else None
 
 
-def eval_rows(queries, answers) -> list:
-    """answers: (value, unit label, extrapolated) per query."""
-    return [{"query": text, "value": _json_value(value), "float": _float(value), "unit": unit,
-             "extrapolated": bool(extrapolated)} for text, (value, unit, extrapolated) in zip(queries, answers)]
+def eval_rows(queries, answers, notes=None) -> list:
+    """answers: (value, unit label, extrapolated) per query; notes: query -> why its value is what it is
+    (a 'note' key only where there is one)."""
+    rows = []
+    for text, (value, unit, extrapolated) in zip(queries, answers):
+        row = {"query": text, "value": _json_value(value), "float": _float(value), "unit": unit,
+               "extrapolated": bool(extrapolated)}
+        if notes and notes.get(text):
+            row["note"] = notes[text]
+        rows.append(row)
+    return rows
+
+
+def value_notes(spec_path, queries, answers) -> dict:
+    """query -> the symbolic engine's note, for the few answers that need a reason beside the
+    value (a b_max of 0 says what is short). The compiled store keeps values only, so those
+    queries are asked once more of the engine (rare: only a zero capacity)."""
+    wanted = [text for text, (value, _, _) in zip(queries, answers)
+              if value == 0 and text.replace(" ", "").startswith("b_max(")]
+    if not wanted:
+        return {}
+    from .compiler.queries import QueryEngine
+    from .compiler.spec import load_spec
+
+    engine = QueryEngine.shared(load_spec(spec_path))
+    return {text: engine.evaluate_text(text).note for text in wanted}
 
 
 def _row_value(value):
@@ -62,7 +84,8 @@ def render_eval(rows, as_json: bool, exact: bool = False) -> str:
     lines = []
     for row in rows:
         relation, text = show(_row_value(row["value"]), row["unit"], row["extrapolated"], exact)
-        lines.append(f"{row['query']} {relation} {text}")
+        note = f"  ({row['note']})" if row.get("note") else ""
+        lines.append(f"{row['query']} {relation} {text}{note}")
     return "\n".join(lines)
 
 
@@ -91,7 +114,8 @@ def _eval(args) -> int | None:
             break
         answers.append((found.value, found.unit, found.extrapolated))
     else:
-        sys.stdout.write(render_eval(eval_rows(queries, answers), as_json, exact) + "\n")
+        rows = eval_rows(queries, answers, value_notes(spec, queries, answers))
+        sys.stdout.write(render_eval(rows, as_json, exact) + "\n")
         return 0
     # a miss: compile what is missing here rather than import click for it (a first run
     # pays for sympy already); any error is left to the click command to report
@@ -101,7 +125,8 @@ def _eval(args) -> int | None:
         answers = compiled_answers(spec, queries)
     except SpecError:
         return None
-    sys.stdout.write(render_eval(eval_rows(queries, answers), as_json, exact) + "\n")
+    rows = eval_rows(queries, answers, value_notes(spec, queries, answers))
+    sys.stdout.write(render_eval(rows, as_json, exact) + "\n")
     return 0
 
 
