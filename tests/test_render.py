@@ -326,6 +326,7 @@ def test_report_numbers_are_the_verifiers(qwen_engine):
     assert md.count("\n| ") >= len(rep.claims)
 
 
+@pytest.mark.slow           # the whole report of a spec, then a browser
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
 def test_report_html_in_headless_chromium(tmp_path, cli):
     result = cli("report", QWEN, "-o", tmp_path / "rep")
@@ -359,6 +360,7 @@ def test_report_html_in_headless_chromium(tmp_path, cli):
 DOCS = REPO / "docs"
 
 
+@pytest.mark.slow           # regenerates the text of docs/ for every documented spec
 def test_docs_are_current(monkeypatch):
     """docs/ equals a fresh regeneration (text artifacts; the SVGs and HTML are
     drawn from the committed DOT sources and plot data by `specc docs`)."""
@@ -381,6 +383,7 @@ def test_docs_are_current(monkeypatch):
         f"obsolete {extra[:8]}, undrawn {missing_drawings[:8]}")
 
 
+@pytest.mark.slow           # one spec's docs, drawn twice in two processes
 @needs_dot
 def test_drawings_are_deterministic(tmp_path, monkeypatch):
     from specc.render import docs

@@ -27,8 +27,14 @@ try:
     HAVE_SELENIUM = True
 except ImportError:                        # the test extra installs it; without it the browser tests skip
     HAVE_SELENIUM = False
-needs_browser = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER and HAVE_SELENIUM),
-                                   reason="headless Chromium, chromedriver and selenium are needed")
+_browser_available = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER and HAVE_SELENIUM),
+                                        reason="headless Chromium, chromedriver and selenium are needed")
+
+
+def needs_browser(test):
+    """A test of the built site in Chromium: it needs the browser, and it is slow (the site export
+    of every shipped spec is most of the suite's time), so it runs with --runslow or SPECC_SLOW=1."""
+    return pytest.mark.slow(_browser_available(test))
 
 
 # ------------------------------------------------------------------ the export, without a browser
@@ -140,7 +146,7 @@ def test_byte_units_are_the_dsl_table():
 
 
 # ------------------------------------------------------------------ the page in Chromium
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
     result = CliRunner().invoke(main, ["site", "-o", str(out), "--specs", str(REPO / "specs" / "*.yaml"),
@@ -149,7 +155,7 @@ def built_site(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
