@@ -321,3 +321,50 @@ def test_no_shipped_spec_has_a_dead_end():
     for spec in sorted((REPO / "specs").glob("*.yaml")):
         model = compile_spec(load_spec(spec))
         assert [op.stmt.loc for op in model.dead_ops()] == [], spec
+
+
+# ------------------------------------------------------------------ what a newcomer meets
+def test_times_print_in_a_readable_unit():
+    from fractions import Fraction
+
+    from specc.dsl.human import human_seconds, show
+
+    assert human_seconds(Fraction(134002703, 9814453125)) == "13.654 ms"
+    assert human_seconds(2) == "2 s"
+    assert human_seconds(Fraction(8503, 10 ** 7)) == "850.3 µs"
+    assert human_seconds(Fraction(1, 10 ** 12)) == "0.001 ns"
+    assert human_seconds(0) == "0 s"
+    assert show(Fraction(1, 2), "", False) == ("=", "1/2   ≈ 0.5")
+    assert show(Fraction(1, 4), "s", False, exact=True) == ("=", "1/4 s  ≈ 0.25")
+
+
+def test_eval_prints_times_in_ms_and_json_keeps_the_fraction(cli):
+    query = "tpot(H=4096, device=h100_sxm, tp=8)"
+    text = cli("eval", REPO / "specs" / "llama2_70b.yaml", query)
+    assert re.fullmatch(r"tpot\(H=4096, device=h100_sxm, tp=8\) ≈ \d+\.\d+ ms", text.output.strip()), text.output
+    [row] = json.loads(cli("eval", REPO / "specs" / "llama2_70b.yaml", "--json", query).output)
+    assert re.fullmatch(r"\d+/\d+", row["value"]) and row["unit"] == "s"
+    exact = cli("eval", REPO / "specs" / "llama2_70b.yaml", "--exact", query).output
+    assert f"= {row['value']} s" in exact
+
+
+def test_b_max_zero_says_what_is_short(cli):
+    out = cli("eval", REPO / "specs" / "llama2_70b.yaml", "b_max(device=rtx_4090, H=4096)").output
+    assert "= 0  (short by " in out and "one request's state is 1,342,177,280 B" in out, out
+    [row] = json.loads(cli("eval", REPO / "specs" / "llama2_70b.yaml", "--json",
+                           "b_max(device=rtx_4090, H=4096)").output)
+    assert row["value"] == 0 and row["note"].startswith("short by ")
+
+
+def test_sweep_takes_a_shipped_spec_by_name(cli, tmp_path):
+    out = tmp_path / "f.csv"
+    result = cli("sweep", "qwen3_8b", "flops(P=P)", "--over", "P=1,2", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert out.read_text().count("\n") >= 3
+
+
+def test_a_broken_pipe_is_quiet():
+    for command in ("coverage", "verify specs/qwen3_8b.yaml --verbose"):
+        proc = subprocess.run(f"{sys.executable} -m specc {command} | head -1", shell=True, cwd=REPO,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.stdout.count("\n") == 1 and proc.stderr == "", (command, proc.stderr)
