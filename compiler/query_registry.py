@@ -41,6 +41,8 @@ FAMILIES: dict[str, list[tuple[str, str, str, str]]] = {
         ("params", "group=, op=, layer=, stage=, " + DEPLOY_ARGS, "params",
          "parameter count (groups: embedding_head, attention_projection, dense_shared_ffn, routed_experts, "
          "engram, other)"),
+        ("active_params", "", "params",
+         "parameters one token uses: all weights, but of routed experts only the top-k of E one token reaches"),
         ("weight_bytes", "format=, group=, " + DEPLOY_ARGS, "B", "bytes of stored weights in a storage format"),
         ("weight_read_bytes", "B=1, format=, " + DEPLOY_ARGS, "B",
          "weight bytes one decode step reads (only the experts B rows can touch; lookup tables excluded)"),
