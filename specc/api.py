@@ -129,10 +129,19 @@ class ClaimResult:
 
 
 # ------------------------------------------------------------------ arguments given as Python values
+# Arguments that are estimates by nature — the achieved fraction of peak FLOPs (mfu) and of
+# peak bandwidth (mbu), compiler/q_time.py — also take a float, read as the shortest decimal
+# that prints it (0.8 -> 4/5, as the text 'mbu=0.8' is); exact quantities still refuse floats.
+APPROXIMATE_ARGS = ("mfu", "mbu")
+
+
 def _argument_text(key: str, value) -> str:
     """A keyword argument as query text. Ints and Fractions are exact numbers,
-    strings are query text (a name, a quantity such as '2 GiB', or a scenario
-    symbol such as 'P' with symbolic=True); floats and sympy symbols are refused."""
+    strings are query text (a name, a quantity such as '2 GiB', a decimal such as
+    '0.8', or a scenario symbol such as 'P' with symbolic=True); a float is taken only
+    for the approximate arguments (APPROXIMATE_ARGS); sympy symbols are refused."""
+    import math
+
     import sympy as sp
 
     if isinstance(value, bool):
@@ -150,6 +159,8 @@ def _argument_text(key: str, value) -> str:
         return f"({value.numerator}/{value.denominator})"
     if isinstance(value, str):
         return value
+    if isinstance(value, float) and key in APPROXIMATE_ARGS and math.isfinite(value):
+        return repr(value) if "e" not in repr(value) else f"({Fraction(repr(value))})"
     if isinstance(value, numbers.Real):
         raise Error(f"{key}={value!r}: a float is not exact", expected="an int, a fractions.Fraction, "
                     f"or text such as {key}='1.5' or {key}='2 GiB'")

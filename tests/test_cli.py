@@ -368,3 +368,18 @@ def test_a_broken_pipe_is_quiet():
         proc = subprocess.run(f"{sys.executable} -m specc {command} | head -1", shell=True, cwd=REPO,
                               capture_output=True, text=True, timeout=300)
         assert proc.stdout.count("\n") == 1 and proc.stderr == "", (command, proc.stderr)
+
+
+def test_approximate_arguments_take_floats_and_exact_ones_refuse_them():
+    from fractions import Fraction
+
+    import specc
+
+    m = specc.load("qwen3_8b")
+    exact = m.tpot(H=8192, device="h100_sxm", mbu=Fraction(4, 5), mfu=Fraction(1, 2)).value
+    assert m.tpot(H=8192, device="h100_sxm", mbu=0.8, mfu=0.5).value == exact
+    assert m.tpot(H=8192, device="h100_sxm", mbu="0.8", mfu="0.5").value == exact
+    with pytest.raises(specc.Error, match="a float is not exact"):
+        m.state_bytes(H=8192.0)
+    with pytest.raises(specc.Error, match="a float is not exact"):
+        m.tpot(H=8192, device="h100_sxm", mbu=float("nan"))
