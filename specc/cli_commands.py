@@ -156,7 +156,9 @@ def check(specs, allow_dead_ends, strict):
 
     An op whose tensors nothing consumes (other than a block's outputs) is a dead
     end in the graph, which in a finished spec means a miswired block: an error
-    with its location (exit 2), a warning with --allow-dead-ends.
+    with its location (exit 2), a warning with --allow-dead-ends. Weight matrices
+    and stores of the spec's own file that declare no sharding are warned about
+    (at tp > 1 every device would keep all of them); the exit status stays 0.
 
     \b
     specc check specs/*.yaml
@@ -180,11 +182,51 @@ def check(specs, allow_dead_ends, strict):
                                  "but nothing consumes it", op.stmt.loc, span=len(op.stmt.targets[0]),
                                  expected="wire it into the op that uses it, or make it a block output").render(),
                        err=True)
+        for warning in unsharded(spec, model):
+            click.echo(warning.render(), err=True)
         click.echo(f"{path}: {'ok' if allow_dead_ends or not seen else 'error'} — {len(model.ops)} op nodes, "
                    f"{len(model.graph.edges)} tensor edges, {len(spec.stores)} state stores, {len(claims)} claims"
                    + (f", {len(seen)} dead-end op(s)" if seen else ""))
     if dead_total and not allow_dead_ends:
         sys.exit(2)
+
+
+def unsharded(spec, model) -> list:
+    """Warnings (SpecErrors to render) for what this spec's own file could split over tp but
+    declares no sharding for: weight matrices of `@` ops without shard= (at tp > 1 every
+    device would hold and compute all of them) and stores without shard: (every device
+    would keep every entry). Library blocks declare their own; shard=replicated or
+    `shard: replicated` says that replication is meant and silences the warning."""
+    from pathlib import Path
+
+    own = Path(spec.path).resolve()
+
+    def mine(loc) -> bool:
+        return loc is not None and Path(str(loc.file)).resolve() == own
+
+    out, seen = [], set()
+    ops = []
+    for op in model.ops:
+        if (op.kind == "matmul" and op.weights and op.experts == 1 and op.shard is None and mine(op.stmt.loc)
+                and op.stmt.loc not in seen):
+            seen.add(op.stmt.loc)
+            ops.append(op)
+    if ops:
+        names = ", ".join(dict.fromkeys(op.short for op in ops))
+        out.append(SpecError(
+            f"warning: {len(ops)} weight matri{'ces' if len(ops) > 1 else 'x'} declare{'' if len(ops) > 1 else 's'} "
+            f"no sharding ({names}): at tp > 1 every device holds and computes all of "
+            f"{'them' if len(ops) > 1 else 'it'}", ops[0].stmt.loc, span=len(ops[0].stmt.targets[0]),
+            expected="shard=column (output width split), row (input width split, all-reduced), heads, vocab, "
+                     "or shard=replicated when every device should keep it (docs/writing-specs.md, 'Sharding')"))
+    stores = [store for store in spec.stores.values() if store.shard is None and mine(store.loc)]
+    if stores:
+        out.append(SpecError(
+            f"warning: store{'s' if len(stores) > 1 else ''} {', '.join(st.name for st in stores)} declare"
+            f"{'' if len(stores) > 1 else 's'} no shard: at tp > 1 every device keeps every entry",
+            stores[0].loc, span=len(stores[0].name),
+            expected="shard: n_kv (entries split into that many pieces, e.g. KV heads), or shard: replicated"))
+    return out
 
 
 # Commands owned by other modules register themselves on `main` when imported
