@@ -383,3 +383,35 @@ def test_approximate_arguments_take_floats_and_exact_ones_refuse_them():
         m.state_bytes(H=8192.0)
     with pytest.raises(specc.Error, match="a float is not exact"):
         m.tpot(H=8192, device="h100_sxm", mbu=float("nan"))
+
+
+def test_check_warns_about_matrices_and_stores_without_sharding(cli, write_spec):
+    path = write_spec("""
+        model: unsharded
+        imports: [lib/core.yaml]
+        dims: {d: 8, f: 16, V: 32}
+        stores:
+          kv: {tags: [kv], bytes: 2*d*2}
+        blocks:
+          ffn:
+            params: {d: null, f: null}
+            inputs: {x: d}
+            outputs: [y]
+            ops:
+              - up = x @ W_up[d, f]; group=dense_shared_ffn
+              - y = up @ W_down[f, d]; group=dense_shared_ffn, shard=row
+        stack:
+          - {name: embed, block: token_embedding, with: {V: V, d: d}}
+          - name: layers
+            layers: 0..1
+            block: ffn
+            with: {d: d, f: f}
+            state: [{store: kv, entries: H}]
+        """)
+    result = cli("check", path)
+    assert result.exit_code == 0, result.output
+    assert "warning: 1 weight matrix declares no sharding (up)" in result.output
+    assert "warning: store kv declares no shard:" in result.output
+    fixed = path.read_text().replace("group=dense_shared_ffn\n", "group=dense_shared_ffn, shard=column\n")
+    path.write_text(fixed.replace("bytes: 2*d*2}", "bytes: 2*d*2, shard: replicated}"))
+    assert "warning" not in cli("check", path).output
