@@ -245,6 +245,17 @@ def test_op_diagram_labels_every_edge(qwen_model):
         D.op_graph(qwen_model, "nope")
 
 
+def test_op_diagram_draws_only_ops_the_model_has(qwen_model):
+    """Llama's attention has no Q/K norms (qk_norm=0 turns them into aliases of q and k):
+    its diagram has no Q/K-norm box and q feeds the rotary directly; Qwen3's has both."""
+    llama = compile_spec(load_spec(REPO / "specs" / "llama2_7b.yaml"))
+    src = D.op_graph(llama, "layers").source
+    assert "q_norm" not in src and "k_norm" not in src
+    assert re.search(r'"layers\.attn_out\.q" -> "layers\.attn_out\.q_rot" \[label="q  m', src), src
+    qwen = D.op_graph(qwen_model, "layers").source
+    assert '"layers.attn_out.q_norm" [label=' in qwen and "q_norm [128]" in qwen
+
+
 def test_graph_cli_levels_and_missing_dot(cli, tmp_path, monkeypatch):
     out = tmp_path / "m.json"
     result = cli("graph", V41, "--level", "model", "--format", "json", "-o", out)
