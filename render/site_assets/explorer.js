@@ -14,6 +14,17 @@ const SPECC = (() => {
   const SCENARIO = ["B", "S", "P", "G", "H"];
   const MINIMA = { B: 1n, S: 0n, P: 1n, G: 1n, H: 0n };
   const DEFAULTS = { B: 1n, S: 0n, P: 8192n, G: 1n, H: 8192n };
+  // scenario values the URL or the reader set: every other one follows the spec's limits
+  const chosen = new Set();
+  // the defaults within a spec's maximum context (Llama-2's 4096 tokens: P and H 4096, not an
+  // extrapolated 8192) for every scenario value nobody chose
+  function fitDefaults(spec) {
+    for (const key of ["P", "H"]) {
+      if (chosen.has(key)) continue;
+      const top = spec.max_context ? BigInt(spec.max_context) : null;
+      state[key] = top !== null && top < DEFAULTS[key] ? top : DEFAULTS[key];
+    }
+  }
 
   // ------------------------------------------------------------ exact values
   const isInt = (v) => typeof v === "bigint";
@@ -136,7 +147,7 @@ const SPECC = (() => {
     for (const key of SCENARIO) {
       const raw = q.get(key);
       if (raw === null) continue;
-      if (/^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key]) state[key] = BigInt(raw);
+      if (/^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key]) { state[key] = BigInt(raw); chosen.add(key); }
       else problems.push(`${key}=${raw} is not an integer ≥ ${MINIMA[key]}`);
     }
     for (const key of DEGREES) {
@@ -713,7 +724,7 @@ const SPECC = (() => {
     fillSelect($("device"), site.devices.map((d) => [d.name, d.display_name]), state.device);
     $("spec").addEventListener("change", () => {
       state.spec = $("spec").value;
-      load(state.spec, () => { specControls(loaded[state.spec], false); update(); });
+      load(state.spec, () => { specControls(loaded[state.spec], false); fitDefaults(loaded[state.spec].data); update(); });
     });
     $("device").addEventListener("change", () => { state.device = $("device").value; update(); });
     $("format").addEventListener("change", () => { state.format = $("format").value; update(); });
@@ -722,10 +733,10 @@ const SPECC = (() => {
         const raw = $(key).value.trim();
         const ok = /^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key];
         $(key).setAttribute("aria-invalid", ok ? "false" : "true");
-        if (ok) { state[key] = BigInt(raw); update(key); }
+        if (ok) { state[key] = BigInt(raw); chosen.add(key); update(key); }
       });
     }
-    $("H-slider").addEventListener("input", () => { state.H = 2n ** BigInt($("H-slider").value); update(); });
+    $("H-slider").addEventListener("input", () => { state.H = 2n ** BigInt($("H-slider").value); chosen.add("H"); update(); });
     if (site.deployment) {
       const box = $("deployment");
       const words = { tp: "Tensor-parallel degree (tp)", pp: "Pipeline stages (pp)", ep: "Expert-parallel degree (ep)",
@@ -843,7 +854,12 @@ const SPECC = (() => {
     readURL();
     if (site.docs) $("docs-link").hidden = false;
     bindControls();
-    load(state.spec, () => { specControls(loaded[state.spec], true); update(); document.body.dataset.ready = "true"; });
+    load(state.spec, () => {
+      specControls(loaded[state.spec], true);
+      fitDefaults(loaded[state.spec].data);
+      update();
+      document.body.dataset.ready = "true";
+    });
   }
 
   return { register, start, state, parseBytes, evaluate };
