@@ -67,28 +67,28 @@ def verify(specs, claim_files, fmt, verbose, only, no_fast):
     specc verify specs/*.yaml --format json > results.json
     specc verify specs/<model>.yaml --only prefill
     """
-    from .verify.output import FORMATS, output_format
+    from .verify.output import render
 
-    results = []
+    groups, every = [], []
     for path in specs:
         if no_fast:
             from .verify.claims import verify_spec
 
-            results.extend(verify_spec(_load(path), claim_files))
+            found = verify_spec(_load(path), claim_files)
         else:
             from .verify.fast_claims import verify_path
 
-            results.extend(verify_path(path, claim_files))
-    if only:
-        every = results
-        results = [r for r in results if only in r.claim.id]
-        if not results:
-            from .dsl.errors import did_you_mean
+            found = verify_path(path, claim_files)
+        every.extend(found)
+        groups.append((path, [r for r in found if not only or only in r.claim.id]))
+    results = [r for _, found in groups for r in found]
+    if only and not results:
+        from .dsl.errors import did_you_mean
 
-            _fail(SpecError(f"--only '{only}' matches no claim id of {', '.join(specs)}",
-                            expected="text contained in a claim id: " + did_you_mean(
-                                only, sorted({r.claim.id for r in every}))))
-    click.echo(FORMATS[output_format(fmt, verbose)](results))
+        _fail(SpecError(f"--only '{only}' matches no claim id of {', '.join(specs)}",
+                        expected="text contained in a claim id: " + did_you_mean(
+                            only, sorted({r.claim.id for r in every}))))
+    click.echo(render(groups, fmt, verbose, keep_empty=not only))
     # an ERROR is a mistake in a claim (its query or its units): a usage error, like a spec error
     if any(r.verdict == "ERROR" for r in results):
         sys.exit(2)

@@ -175,19 +175,18 @@ def _verify(args) -> int | None:
         return None
     from .verify import fast_claims
 
-    results = []
+    groups = []
     for path in specs:
         found = fast_claims.cached_results(path, claim_files)
         if found is None:
             return None
-        results.extend(found)
-    if only:
-        results = [r for r in results if only in r.claim.id]
-        if not results:
-            return None          # the click command says which ids exist
-    from .verify.output import FORMATS, output_format
+        groups.append((path, [r for r in found if not only or only in r.claim.id]))
+    results = [r for _, found in groups for r in found]
+    if only and not results:
+        return None          # the click command says which ids exist
+    from .verify.output import render
 
-    sys.stdout.write(FORMATS[output_format(fmt, verbose)](results) + "\n")
+    sys.stdout.write(render(groups, fmt, verbose, keep_empty=not only) + "\n")
     # the exit status of the click command: 2 for a claim that cannot be evaluated, 1 for FAIL/XPASS
     if any(r.verdict == "ERROR" for r in results):
         return 2

@@ -366,6 +366,35 @@ def test_bad_url_values_are_reported_not_thrown(browser, built_site):
 
 
 @needs_browser
+def test_defaults_stay_within_the_specs_context(browser, built_site):
+    """P and H default to 8,192 tokens, or to the spec's maximum context when it is shorter:
+    Llama-2-70B (4,096) opens with no extrapolated figure; a value in the URL is kept."""
+    _open(browser, built_site, "spec=llama2_70b")
+    assert browser.find_element("id", "P").get_attribute("value") == "4096"
+    assert browser.find_element("id", "H").get_attribute("value") == "4096"
+    assert not [f for f in _figures(browser) if f["extrapolated"]]
+    _open(browser, built_site, "spec=qwen3_8b")
+    assert browser.find_element("id", "P").get_attribute("value") == "8192"
+    _open(browser, built_site, "spec=llama2_70b&H=8192")
+    assert browser.find_element("id", "H").get_attribute("value") == "8192"
+    assert not _severe(browser)
+
+
+@needs_browser
+def test_phone_shows_the_headline_before_the_controls(browser, built_site):
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        _open(browser, built_site, "spec=qwen3_8b&device=h100_sxm")
+        top = browser.execute_script(
+            "return [document.querySelector('#time-figures [data-figure=tpot]').getBoundingClientRect().top,"
+            " document.getElementById('controls').getBoundingClientRect().top]")
+        assert top[0] < top[1] and top[0] < 844, top       # the first figure on the first screen
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@needs_browser
 @pytest.mark.parametrize("width,height,name", [(1366, 900, "laptop"), (390, 844, "phone")])
 def test_screenshots_and_no_horizontal_scroll(browser, built_site, tmp_path, width, height, name):
     """Headless Chromium will not make a window narrower than 500 px, so the phone

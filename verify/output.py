@@ -85,14 +85,18 @@ def as_verbose_text(results: list[Result]) -> str:
 _DETAILED = ("FAIL", "XPASS", "ERROR")
 
 
-def as_text(results: list[Result]) -> str:
+def as_text(results: list[Result], groups=None) -> str:
     """The default view, one screen for every shipped spec: one line per spec with its
     verdict counts, the details of every claim that makes the run fail (FAIL, XPASS,
     ERROR), then the totals. XFAILs (numbers the source prints wrongly, recorded as
     errata) are counted; `--verbose` lists every claim."""
     by_spec: dict[str, list] = {}
-    for r in results:
-        by_spec.setdefault(str(r.claim.spec), []).append(r)
+    if groups is None:                # no command line: group by the claims' own spec
+        for r in results:
+            by_spec.setdefault(str(r.claim.spec), []).append(r)
+    else:                             # the specs as given, in order; one without claims says so
+        for path, found in groups:
+            by_spec.setdefault(str(path), []).extend(found)
     width = max((len(name) for name in by_spec), default=10)
     lines = [f"{name:<{width}}  {_counts_text(summary(group))}" for name, group in by_spec.items()]
     bad = [r for r in results if r.verdict in _DETAILED]
@@ -158,6 +162,16 @@ def as_markdown(results: list[Result]) -> str:
     out.append("")
     out.append("**Summary:** " + ", ".join(f"{v} {n}" for v, n in counts.items()) + f" ({claim_counts(results)})")
     return "\n".join(out)
+
+
+def render(groups: list, fmt: str, verbose: bool = False, keep_empty: bool = True) -> str:
+    """`specc verify`'s output in both lanes. groups: (spec as given, its results) in command-line
+    order; the summary has a line per spec (one without claims too, unless keep_empty is False)."""
+    key = output_format(fmt, verbose)
+    results = [r for _, found in groups for r in found]
+    if key != "text":
+        return FORMATS[key](results)
+    return as_text(results, [(path, found) for path, found in groups if found or keep_empty])
 
 
 def output_format(fmt: str, verbose: bool) -> str:
