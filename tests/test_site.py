@@ -367,11 +367,12 @@ def test_bad_url_values_are_reported_not_thrown(browser, built_site):
 
 @needs_browser
 def test_defaults_stay_within_the_specs_context(browser, built_site):
-    """P and H default to 8,192 tokens, or to the spec's maximum context when it is shorter:
+    """P and H default to 8,192 tokens, or within the spec's maximum context when it is shorter
+    (P at most the maximum, H a power of two below it, as a decode step at H reaches H + 1):
     Llama-2-70B (4,096) opens with no extrapolated figure; a value in the URL is kept."""
     _open(browser, built_site, "spec=llama2_70b")
     assert browser.find_element("id", "P").get_attribute("value") == "4096"
-    assert browser.find_element("id", "H").get_attribute("value") == "4096"
+    assert browser.find_element("id", "H").get_attribute("value") == "2048"
     assert not [f for f in _figures(browser) if f["extrapolated"]]
     _open(browser, built_site, "spec=qwen3_8b")
     assert browser.find_element("id", "P").get_attribute("value") == "8192"

@@ -16,13 +16,17 @@ const SPECC = (() => {
   const DEFAULTS = { B: 1n, S: 0n, P: 8192n, G: 1n, H: 8192n };
   // scenario values the URL or the reader set: every other one follows the spec's limits
   const chosen = new Set();
-  // the defaults within a spec's maximum context (Llama-2's 4096 tokens: P and H 4096, not an
-  // extrapolated 8192) for every scenario value nobody chose
+  // the defaults within a spec's maximum context for every scenario value nobody chose:
+  // P (a prefill of P tokens) at most the maximum; H below it, since a decode step at H
+  // reaches context H + 1: the largest power of two under the maximum (Llama-2's 4,096
+  // tokens: P 4,096 and H 2,048, not an extrapolated 8,192)
   function fitDefaults(spec) {
-    for (const key of ["P", "H"]) {
-      if (chosen.has(key)) continue;
-      const top = spec.max_context ? BigInt(spec.max_context) : null;
-      state[key] = top !== null && top < DEFAULTS[key] ? top : DEFAULTS[key];
+    const top = spec.max_context ? BigInt(spec.max_context) : null;
+    if (!chosen.has("P")) state.P = top !== null && top < DEFAULTS.P ? top : DEFAULTS.P;
+    if (!chosen.has("H")) {
+      let h = DEFAULTS.H;
+      while (top !== null && h >= top && h > 1n) h /= 2n;
+      state.H = h;
     }
   }
 
