@@ -101,8 +101,9 @@ EXPECT = {
     "specc coverage --missing --min-percent 95": {"out": [r"(?m)^specs/catalog/004\.yaml +\d+ +\d+ +\d+\.\d%"]},
     "specc blocks -o specs/lib/README.md": {"files": {"specs/lib/README.md": r"pre_norm_decoder_layer"}},
 }
-# the end-to-end regenerations of every spec: run with --runslow (tests/conftest.py)
-SLOW = ("specc report", "specc docs")
+# the end-to-end regenerations (every spec's reports and docs, the library reference, which
+# tests/test_blocks.py also regenerates): run with --runslow (tests/conftest.py)
+SLOW = ("specc report", "specc docs", "specc blocks")
 
 
 def expectation(command: str) -> dict:
