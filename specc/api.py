@@ -54,6 +54,7 @@ class Result:
     extrapolated: bool
     expr: object
     dims: tuple = ()
+    note: str = ""            # why the value is what it is, where that is not obvious (b_max = 0: what is short)
 
     @property
     def symbolic(self) -> bool:
@@ -74,12 +75,12 @@ class Result:
 
     def __str__(self) -> str:
         """Exactly what `specc eval` prints after the query and its '=' (or '≈' for a rounded time)."""
-        return display(self.value, self.unit, self.extrapolated)
+        return display(self.value, self.unit, self.extrapolated) + (f"  ({self.note})" if self.note else "")
 
     def line(self, exact: bool = False) -> str:
         """The line `specc eval` prints: 'params() = 8,190,735,360 params', 'tpot(...) ≈ 13.654 ms'."""
         relation, text = show(self.value, self.unit, self.extrapolated, exact)
-        return f"{self.query} {relation} {text}"
+        return f"{self.query} {relation} {text}" + (f"  ({self.note})" if self.note else "")
 
     def to_json(self) -> dict:
         """The object `specc eval --json` prints for this query."""
@@ -91,8 +92,11 @@ class Result:
         else:
             shown = str(value)
         number = float(self.expr) if getattr(self.expr, "is_number", False) else None
-        return {"query": self.query, "value": shown, "float": number, "unit": self.unit,
-                "extrapolated": self.extrapolated}
+        out = {"query": self.query, "value": shown, "float": number, "unit": self.unit,
+               "extrapolated": self.extrapolated}
+        if self.note:
+            out["note"] = self.note
+        return out
 
 
 @dataclass(frozen=True)
@@ -222,7 +226,7 @@ class Model:
         if not symbolic and not getattr(quantity.value, "is_number", True):
             raise Error(f"'{text}' is not a number: {value}", expected="symbolic=True for a closed form")
         return Result(text, value, DISPLAY.get(quantity.dims, dims_name(quantity.dims)),
-                      bool(quantity.extrapolated), quantity.value, quantity.dims)
+                      bool(quantity.extrapolated), quantity.value, quantity.dims, quantity.note)
 
     def __getattr__(self, name):
         # one method per query of the registry: m.flops(P=8192), m.params(group="routed_experts")
