@@ -67,8 +67,9 @@ def test_exported_functions_agree_with_the_engine(tmp_path):
     assert set(data["comm"]["mode=reference"]) == {f"tp=1&pp={pp}&ep=1" for pp in S.DEPLOYMENT_GRID["pp"]}
     assert data["variants"]["mode=ced"]["prefill_flops"] is not None
     assert all(src.startswith("function") for src in data["functions"])
-    # the claims table is specc verify's JSON
+    # the claims table is specc verify's JSON, with each source's English name and quote's gloss
     assert data["claims"] and {"id", "source", "verdict", "eval"} <= set(data["claims"][0])
+    assert all(c["gloss"] and c["source_name"] for c in data["claims"] if c["source"].startswith("000_"))
 
 
 def _roofline_seconds(engine, choices, fmt, dep, device, batch, cached, new, mfu=1, mbu=1, overlap=False):

@@ -631,12 +631,19 @@ const SPECC = (() => {
       : "This spec has no claims.";
     for (const c of spec.claims) {
       const tr = document.createElement("tr");
-      for (const [text, cls] of [[c.id, "id"], [c.source, "source"], [c.eval, "query"], [c.expected, ""],
+      const source = c.source_name ? `${c.source_name}, ${c.source}` : c.source;
+      for (const [text, cls] of [[c.id, "id"], [source, "source"], [c.eval, "query"], [c.expected, ""],
                                  [c.computed ? showComputed(c.computed) : "", "num"], [c.verdict, "verdict " + c.verdict]]) {
         const td = document.createElement("td");
         td.textContent = text;
         if (cls) td.className = cls;
         tr.appendChild(td);
+      }
+      if (c.gloss) {                          // the quote's English gloss, under the claim id
+        const gloss = document.createElement("div");
+        gloss.className = "gloss";
+        gloss.textContent = c.gloss;
+        tr.cells[0].appendChild(gloss);
       }
       if (c.note) tr.title = c.note;
       body.appendChild(tr);
