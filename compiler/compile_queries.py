@@ -197,9 +197,8 @@ def answer(engine: QueryEngine, text: str, extra_deps=(), eager: bool = False) -
         # a deployment-format knob: the answer names the math type it used (e.g. "compute
         # fp8"), which compiled forms do not carry, so the symbolic engine answers it
         result = engine.evaluate_text(text, "<query>")
-        note = getattr(result, "note", "")
-        return Answer(result.value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims))
-                      + (f"  ({note})" if note else ""), bool(result.extrapolated))
+        return Answer(result.value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
+                      bool(result.extrapolated), result.note)
     if not eager and text in store.literals:
         return store.literals[text]
     template, bind = compiled.normalize(text)

@@ -84,10 +84,11 @@ class Template(_Record):
 
 
 class Answer(_Record):
-    """value (int or Fraction), dims, unit, extrapolated."""
+    """value (int or Fraction), dims, unit, extrapolated, note (a convention the answer used,
+    e.g. "compute fp8: weights=fp8", printed after it)."""
 
-    __slots__ = ("value", "dims", "unit", "extrapolated")
-    _defaults = {"extrapolated": False}
+    __slots__ = ("value", "dims", "unit", "extrapolated", "note")
+    _defaults = {"extrapolated": False, "note": ""}
 
 
 class Store(_Record):

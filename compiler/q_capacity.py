@@ -107,7 +107,8 @@ class CapacityQueries:
             raise SpecError(f"at H={length} a request holds no state on any device, so any batch fits",
                             a.loc, expected="H=1 or more (a context whose state takes memory)")
         # each dp group serves its own requests (ep spreads experts, not requests)
-        return Quantity(dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits)), NONE, ext)
+        value = dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits))
+        return Quantity(value, NONE, ext, note=_shortfall(value, free, per_request, length))
 
     def q_h_max(self, model, a):
         if a.raw("allocator") is not None:
@@ -143,3 +144,20 @@ class CapacityQueries:
                 return Quantity(sp.Integer(model.max_context), TOKENS)
             return Quantity(sp.Integer(longest), TOKENS, True)
         return Quantity(sp.Integer(longest), TOKENS)
+
+
+def _shortfall(value, free, per_request, length) -> str:
+    """Why b_max is 0, in bytes: the first device (pipeline stage) that cannot hold one request,
+    its state for one request and what is left after weights and workspace."""
+    if value != 0:
+        return ""
+    for stage, (f, s) in enumerate(zip(free, per_request)):
+        one = s.xreplace({H: length})
+        if not (f.is_number and one.is_number) or one == 0 or f >= one:
+            continue
+        where = f" on pipeline stage {stage + 1}" if len(free) > 1 else ""
+        left = (f"{int(sp.floor(f)):,} B are left after weights and workspace" if f >= 0
+                else f"weights and workspace alone exceed the memory by {int(sp.ceiling(-f)):,} B")
+        return (f"short by {int(sp.ceiling(one - f)):,} B{where}: one request's state is "
+                f"{int(sp.ceiling(one)):,} B and {left}")
+    return ""

@@ -26,6 +26,31 @@ class MemoryQueries:
                  for op in self._ops(model, filters, a.loc)]
         return Quantity(self._spread(model, dep, terms, a.loc), PARAMS)
 
+    def q_active_params(self, model, a):
+        """Parameters one token uses: every weight, except routed experts', of which only the
+        experts one token's rows reach count: min(E, rows of a one-token call) of E, i.e. top-k
+        of E for a router that sends each row to k experts. A per-expert weight declared apart
+        from its expert matmul (a bias table [E, f] in the routed_experts group) counts at the
+        fraction of the expert ops of its own block instance. Lookup tables count whole, as the
+        usual "active parameters" convention counts embeddings."""
+        one_token = {B: sp.Integer(1), S: sp.Integer(0), P: sp.Integer(1)}
+        share = {}                    # block instance -> fraction of its experts one token reaches
+        for op in model.ops:
+            if op.experts != 1 and not op.lookup:
+                share[self._instance(op)] = exact_min(op.experts, substitute(op.rows, one_token)) / op.experts
+        total = sp.Integer(0)
+        for op in model.ops:
+            fraction = share.get(self._instance(op), 1)
+            for w in op.weights:
+                used = op.experts != 1 and not op.lookup or w.group == "routed_experts"
+                total += op.mult * w.params * (fraction if used else 1)
+        return Quantity(total, PARAMS)
+
+    @staticmethod
+    def _instance(op) -> str:
+        """The block instance an op belongs to: its qualified name without the op's own target."""
+        return op.name.rsplit(".", 1)[0]
+
     @staticmethod
     def _where(op, filters) -> tuple:
         """(layers, segment, instances) of an op, or of the one layer a layer= filter picks."""

@@ -5,7 +5,7 @@ module (and training.py) can import it without a cycle."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy as sp
 
@@ -42,7 +42,9 @@ class Quantity:
     extrapolated: bool = False
     # side conditions of a closed form (ContextLimit, ...): checked at concrete values by whoever evaluates it
     conditions: tuple = ()
-    note: str = ""          # a convention the answer used, printed after it (e.g. "compute fp8")
+    # a convention the answer used (compute fp8), or why a value is what it is (b_max = 0: what is
+    # short); printed after it, not part of the value
+    note: str = field(default="", compare=False)
 
     def with_value(self, value, dims=None, extrapolated=None) -> "Quantity":
         return Quantity(value, self.dims if dims is None else dims,

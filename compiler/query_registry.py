@@ -212,6 +212,8 @@ QUERY_LIST = (
           "engram, other)",
           figures=(_fig("params", "Parameters", "parameters", doc="every stored parameter", order=0),),
           columns=(Column("Params (billion)", (), "billion params", 2),)),
+    Query("active_params", "memory", (), "params",
+          "parameters one token uses: all weights, but of routed experts only the top-k of E one token reaches"),
     Query("weight_bytes", "memory", (FORMAT, WEIGHTS, Param("group", "name", doc="only weights of this parameter group"),
                                      *DEPLOY), "B",
           "bytes of stored weights in a storage format",

@@ -282,15 +282,35 @@ def _op_label(op, group: v.Group) -> str:
     return "<" + "<BR/>".join(lines) + ">"
 
 
+def _is_alias(op) -> bool:
+    """A `view` with one input that keeps its rows and width: a new name, not an op."""
+    if op.kind != "view" or op.weights or op.flops != 0 or len(op.inputs) != 1 or len(op.outputs) != 1:
+        return False
+    (_, before), (_, after) = op.inputs[0], op.outputs[0]
+    return sp.simplify(before.rows - after.rows) == 0 and sp.simplify(before.width - after.width) == 0
+
+
 def op_graph(model: Model, block: str | None = None) -> graphviz.Digraph:
     group = v.find_group(model, block)
     title = (f"{model.spec.model} — {group.prefix} (layers {v.layer_text_short(group.layers, 60)})" if group.layers
              else f"{model.spec.model} — {group.prefix}")
     g = _new_graph(title)
     base = v.segment_rows(group)
-    ids = {o.id for o in group.ops}
+    # a pure alias (a `view` that keeps rows and width, e.g. the library's `q_norm = view(q)`
+    # standing in for a Q-norm an option turned off) is no op of the model: its consumers are
+    # drawn reading the aliased tensor straight from its producer
+    alias = {op.id: op.inputs[0][1].producer for op in group.ops if _is_alias(op)}
+
+    def source(node):
+        while node in alias and alias[node] is not None:
+            node = alias[node]
+        return node
+
+    ids = {o.id for o in group.ops} - set(alias)
     external = {}
     for op in group.ops:
+        if op.id in alias:
+            continue
         if op.kind == "elementwise" and not op.weights:
             g.node(op.id, label=_op_label(op, group), shape="ellipse", style="filled", fillcolor="#eeeeee",
                    fontsize="9", color="#999999")
@@ -304,12 +324,16 @@ def op_graph(model: Model, block: str | None = None) -> graphviz.Digraph:
     for u, w_, data in model.graph.edges(data=True):
         if w_ not in ids:
             continue
-        label = f"{data['tensor']}  {v.shape_text(data['rows'], data['width'], base)}"
+        tensor = data["tensor"]
+        if u in alias:                 # the edge from an alias: from the tensor it renames
+            tensor = next(name for o in group.ops if o.id == u for name, _ in o.inputs)
+            u = source(u)
+        label = f"{tensor}  {v.shape_text(data['rows'], data['width'], base)}"
         if u not in ids:
-            key = (u, data["tensor"])
+            key = (u, tensor)
             if key not in external:
-                external[key] = f"in_{data['tensor']}_{len(external)}"
-                g.node(external[key], label=f"{data['tensor']}\nfrom {u}", shape="plaintext", fontcolor="#555555")
+                external[key] = f"in_{tensor}_{len(external)}"
+                g.node(external[key], label=f"{tensor}\nfrom {u}", shape="plaintext", fontcolor="#555555")
             ext = external[key]
             g.edge(ext, w_, label=label, style="dashed")
         else:

@@ -17,12 +17,14 @@ deterministic (fixed hash salt, no dates)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import sympy as sp
 
 from ..compiler.queries import QueryEngine
 from ..compiler.query_registry import plotted
 from ..compiler.query_value import make_call
+from ..dsl.human import time_unit
 from . import views as v
 
 DEFAULT_CONTEXTS = [2 ** k for k in range(10, 21)]     # 1K … 1M
@@ -126,13 +128,17 @@ def b_max_plot(engines: list, device: str = "h100_sxm", workspace: str = "2 GiB"
 def tpot_plot(engines: list, devices=("h100_sxm",), contexts=None, fmt: str | None = None, batch: int = 1) -> Plot:
     contexts = contexts or DEFAULT_CONTEXTS
     plot = Plot("tpot", f"Time per output token (roofline, B={batch}) vs context length", "context length H (tokens)",
-                "seconds per decode step (ms)", scale=1e-3)
+                "time per decode step")
     for e in engines:
         for device in devices:
             series = _series(e, device, lambda h, d=device: _query("tpot", H=h, B=batch, device=d, format=fmt,
                                                                    ignore_fit=True),
                              contexts)
             plot.series.append(series)
+    # the axis in the readable unit of the largest time drawn (dsl/human.py: s, ms, µs or ns)
+    largest = max((sp.Rational(y) for s in plot.series for y in s.ys if sp.sympify(y).is_Rational), default=1)
+    label, factor = time_unit(Fraction(str(largest)))
+    plot.ylabel, plot.scale = f"time per decode step ({label})", float(factor)
     return plot
 
 

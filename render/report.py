@@ -16,6 +16,7 @@ import sympy as sp
 from ..compiler.queries import QueryEngine
 from ..dsl.errors import SpecError
 from ..verify.claims import VERDICTS
+from ..verify import sources as S
 from ..verify.output import _tol
 from . import tables as T
 
@@ -38,6 +39,13 @@ class ClaimRow:
     note: str
     erratum: str
     message: str
+    source_name: str = ""     # the cited document's English name (specs/sources/sources.yaml)
+    gloss: str = ""           # the quote in English (verify/sources.py)
+
+    @property
+    def source_text(self) -> str:
+        """'the Model Architecture chapter, 000_f4a9f3652d679e1f.txt:11' (the file alone when unlisted)."""
+        return f"{self.source_name}, {self.source}" if self.source_name else self.source
 
 
 @dataclass
@@ -90,8 +98,21 @@ def claim_rows(engine: QueryEngine, results: list) -> list:
         rows.append(ClaimRow(r.verdict, c.id, c.source, c.quote, str(c.eval), r.computed_display(),
                              r.computed_exact(), expected, _tol(r) if r.low is not None else "",
                              closed_form(engine, c.eval, cache) if r.computed is not None else "",
-                             c.note or "", c.erratum or "", r.message if r.verdict != "PASS" else ""))
+                             c.note or "", c.erratum or "", r.message if r.verdict != "PASS" else "",
+                             S.source_name(c.source), S.gloss(c)))
     return rows
+
+
+def cited_sources(rep: "SpecReport") -> list:
+    """The entries of specs/sources/sources.yaml the report's claims cite, in file order."""
+    files = sorted({S.source_file(c.source) for c in rep.claims})
+    return [S.sources()[f] for f in files if f in S.sources()]
+
+
+def _source_line(entry: dict) -> str:
+    published = str(entry.get("published") or "")
+    return (f"{entry['name']} — `{entry['file']}`: {entry['what']}, in {entry['language']}, "
+            f"titled “{entry['title']}”" + (f"; published: {published}" if published else ""))
 
 
 def build(path: str, engine: QueryEngine | None = None, figures=(), tables=()) -> SpecReport:
@@ -139,7 +160,8 @@ def to_markdown(rep: SpecReport, links: dict | None = None) -> str:
             "|---|---|---|---|---|---|---|---|"]
     for c in rep.claims:
         verdict = f"**{c.verdict}**" if c.verdict != "PASS" else c.verdict
-        out.append("| " + " | ".join([verdict, f"`{_md(c.id)}`", _md(c.source), _md(c.quote), f"`{_md(c.query)}`",
+        quote = f"“{c.quote}”" + (f" — *{c.gloss}*" if c.gloss else "") if c.quote else c.gloss
+        out.append("| " + " | ".join([verdict, f"`{_md(c.id)}`", _md(c.source_text), _md(quote), f"`{_md(c.query)}`",
                                       _md(f"{c.computed} (= {c.exact})" if c.exact else c.computed),
                                       _md(f"{c.expected} {c.tolerance}".strip()),
                                       f"`{_md(c.closed_form)}`" if c.closed_form else ""]) + " |")
@@ -148,6 +170,12 @@ def to_markdown(rep: SpecReport, links: dict | None = None) -> str:
         out += ["", "## Errata and problems", ""]
         for c in errata:
             out.append(f"- **{c.verdict}** `{c.id}` ({c.source}): {_md(c.erratum or c.message)}")
+    cited = cited_sources(rep)
+    if cited:
+        out += ["", "## Sources", "",
+                "The documents the claims cite (`specs/sources/sources.yaml`); quotes are in the source's "
+                "language, each followed by its English gloss.", ""]
+        out += [f"- {_md(_source_line(entry))}" for entry in cited]
     return "\n".join(out) + "\n"
 
 
@@ -163,7 +191,7 @@ table.claims th,table.claims td{border:1px solid #d5d5d5;padding:3px 6px;vertica
 table.claims thead th{background:#eef2f7;position:sticky;top:0}
 table.claims tr.erratum td{background:#fff6e0}table.claims tr.bad td{background:#fde8e8}
 td.q{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11.5px;word-break:break-word}
-td.num{white-space:nowrap}.quote{color:#444;font-style:italic}.note{color:#555;font-size:12px}
+td.num{white-space:nowrap}.quote{color:#444;font-style:italic}.gloss{color:#235;font-size:12px}.note{color:#555;font-size:12px}
 .err{color:#7a4a00;font-size:12px;margin-top:3px}.figure{margin:12px 0;overflow-x:auto;border:1px solid #eee;padding:6px}
 .figure svg{max-width:100%;height:auto}.figure h3{margin:2px 0 6px;font-size:14px}
 nav a{margin-right:12px}
@@ -214,11 +242,19 @@ def to_html(rep: SpecReport, nav: str = "") -> str:
         closed = f"<br><code>{e(c.closed_form)}</code>" if c.closed_form else ""
         parts.append(
             f'<tr class="{cls}" id="{e(c.id)}"><td><span class="v-{c.verdict}">{c.verdict}</span></td>'
-            f"<td><b>{e(c.id)}</b><br>{e(c.source)}<div class=\"quote\">“{e(c.quote)}”</div>{extra}</td>"
+            f"<td><b>{e(c.id)}</b><br>{e(c.source_text)}"
+            + (f'<div class="quote">“{e(c.quote)}”</div>' if c.quote else "")
+            + (f'<div class="gloss">{e(c.gloss)}</div>' if c.gloss else "") + f"{extra}</td>"
             f'<td class="q">{e(c.query)}</td><td class="num">{e(c.computed)}</td>'
             f'<td class="num">{e(c.expected)} {e(c.tolerance)}</td>'
             f'<td class="q">{e(c.exact)}{closed}</td></tr>')
     parts.append("</tbody></table>")
+    cited = cited_sources(rep)
+    if cited:
+        parts.append("<h2>Sources</h2><p class=\"note\">The documents the claims cite "
+                     "(<code>specs/sources/sources.yaml</code>); quotes are in the source's language, each "
+                     "followed by its English gloss.</p><ul>"
+                     + "".join(f"<li>{e(_source_line(entry)).replace('`', '')}</li>" for entry in cited) + "</ul>")
     return _page(f"{rep.model} — specc report", "\n".join(parts))
 
 

@@ -437,9 +437,13 @@ def _export_base(path, spec, engine, all_variants, grid, out: _Exported) -> dict
                 except errors as exc:
                     deployed[slot] = None
                     out.why(f"{default}#{slot}", exc)
-    claims = json.loads(as_json(verify_spec(spec)))
-    for claim in claims["claims"]:
-        claim["spec"] = _public_path(claim["spec"])
+    results = verify_spec(spec)
+    claims = json.loads(as_json(results))
+    from ..verify import sources as S
+
+    for record, result in zip(claims["claims"], results):      # the page shows sources and quotes in English
+        record["spec"] = _public_path(record["spec"])
+        record["source_name"], record["gloss"] = S.source_name(result.claim.source), S.gloss(result.claim)
     return {
         "name": Path(path).stem, "model": spec.model, "path": _public_path(path),
         "max_context": None if model.max_context is None else int(model.max_context),

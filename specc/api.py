@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .dsl.errors import SpecError
 from .dsl.limits import printing_exact
+from .dsl.human import show
 
 Error = SpecError     # the one exception type of the API
 
@@ -40,20 +41,8 @@ def _exact(value):
 
 @printing_exact
 def display(value, unit: str, extrapolated: bool) -> str:
-    """How the CLI prints a value: 8,190,735,360 params; 1/2  ≈ 0.5; a closed form as text."""
-    if isinstance(value, bool):
-        value = int(value)
-    if isinstance(value, int):
-        pretty, approx = f"{value:,}", ""
-    elif isinstance(value, Fraction):
-        from .cli_fast import approx_text   # decimal: no float overflow above 1.8e308
-
-        pretty, approx = f"{value.numerator}/{value.denominator}", f"  ≈ {approx_text(value)}"
-    else:
-        pretty = str(value)
-        approx = f"  ≈ {float(value):.6g}" if getattr(value, "is_number", False) else ""
-    flag = "  (extrapolated)" if extrapolated else ""
-    return f"{pretty} {unit}{approx}{flag}".rstrip()
+    """How the CLI prints a value: 8,190,735,360 params; 1/2  ≈ 0.5; 13.654 ms; a closed form as text."""
+    return show(value, unit, extrapolated)[1]
 
 
 @dataclass(frozen=True)
@@ -67,7 +56,7 @@ class Result:
     extrapolated: bool
     expr: object
     dims: tuple = ()
-    note: str = ""          # a convention the answer used (e.g. "compute fp8 (weights=fp8)")
+    note: str = ""          # a convention the answer used (compute fp8), or why the value is what it is (b_max = 0)
 
     @property
     def symbolic(self) -> bool:
@@ -84,11 +73,16 @@ class Result:
         return self.value
 
     def __repr__(self) -> str:
-        return f"<{self.query} = {self}>"
+        return f"<{self.line()}>"
 
     def __str__(self) -> str:
-        """Exactly what `specc eval` prints after 'query = '."""
+        """Exactly what `specc eval` prints after the query and its '=' (or '≈' for a rounded time)."""
         return display(self.value, self.unit, self.extrapolated) + (f"  ({self.note})" if self.note else "")
+
+    def line(self, exact: bool = False) -> str:
+        """The line `specc eval` prints: 'params() = 8,190,735,360 params', 'tpot(...) ≈ 13.654 ms'."""
+        relation, text = show(self.value, self.unit, self.extrapolated, exact)
+        return f"{self.query} {relation} {text}" + (f"  ({self.note})" if self.note else "")
 
     def to_json(self) -> dict:
         """The object `specc eval --json` prints for this query."""
@@ -141,11 +135,20 @@ class ClaimResult:
 
 
 # ------------------------------------------------------------------ arguments given as Python values
+# Arguments that are estimates by nature — the achieved fraction of peak FLOPs (mfu) and of
+# peak bandwidth (mbu), compiler/q_time.py — also take a float, read as the shortest decimal
+# that prints it (0.8 -> 4/5, as the text 'mbu=0.8' is); exact quantities still refuse floats.
+APPROXIMATE_ARGS = ("mfu", "mbu")
+
+
 def _argument_value(key: str, value):
     """A keyword argument as a query value (compiler/query_value.py). Ints and Fractions
     are exact numbers, bools true/false, strings are query text (a name, a quantity
-    such as '2 GiB', or a scenario symbol such as 'P' with symbolic=True); floats and
+    such as '2 GiB', a decimal such as '0.8', or a scenario symbol such as 'P' with
+    symbolic=True); a float is taken only for the approximate arguments (APPROXIMATE_ARGS);
     sympy symbols are refused."""
+    import math
+
     import sympy as sp
 
     from .compiler.query_value import Expr, Name
@@ -167,6 +170,8 @@ def _argument_value(key: str, value):
         if call is None or len(call.args) != 1:
             return Expr((value,))          # printed as written; the engine reports what is wrong with it
         return call.args[0][1]
+    if isinstance(value, float) and key in APPROXIMATE_ARGS and math.isfinite(value):
+        return Fraction(repr(value))      # the shortest decimal that prints it: 0.8 -> 4/5
     if isinstance(value, numbers.Real):
         raise Error(f"{key}={value!r}: a float is not exact", expected="an int, a fractions.Fraction, "
                     f"or text such as {key}='1.5' or {key}='2 GiB'")
@@ -276,7 +281,7 @@ class Model:
         if not symbolic and not getattr(quantity.value, "is_number", True):
             raise Error(f"'{text}' is not a number: {value}", expected="symbolic=True for a closed form")
         return Result(text, value, DISPLAY.get(quantity.dims, dims_name(quantity.dims)),
-                      bool(quantity.extrapolated), quantity.value, quantity.dims, getattr(quantity, "note", ""))
+                      bool(quantity.extrapolated), quantity.value, quantity.dims, quantity.note)
 
     def __getattr__(self, name):
         raise AttributeError(f"{type(self).__name__} has no attribute or query '{name}'")

@@ -37,10 +37,13 @@ class _Main:
         if not args and not kwargs:
             from .cli_fast import try_fast
 
-            code = try_fast(sys.argv[1:])
-            if code is not None:
-                sys.stdout.flush()
-                sys.exit(code)
+            try:
+                code = try_fast(sys.argv[1:])
+                if code is not None:
+                    sys.stdout.flush()
+                    sys.exit(code)
+            except BrokenPipeError:
+                quiet_broken_pipe()
         return self._real()(*args, **kwargs)
 
 

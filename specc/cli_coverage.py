@@ -18,14 +18,16 @@ import click
 @click.option("--by-model", is_flag=True, help="Break each catalog down by model.")
 @click.option("--missing", "show_missing", is_flag=True, help="List every id that is neither encoded nor listed.")
 @click.option("--min-percent", type=float, default=None,
-              help="Exit 1 unless every catalog has at least this share of its non-config ids encoded as claims.")
+              help="Exit 1 unless every catalog has at least this share of its computable ids (non-config, "
+                   "not listed as not computable) encoded as claims.")
 def coverage(catalogs, spec_glob, nc_glob, by_model, show_missing, min_percent):
     """How many ids of each claim catalog the shipped specs encode.
 
     A catalog lists every number a source document prints. Each non-config id
     is ENCODED (some spec carries a claim with that id), NOT COMPUTABLE (a
     not-computable list says why) or MISSING. Config ids are architecture facts
-    the specs encode; those also checked by a claim are counted.
+    the specs encode; those also checked by a claim are counted. The % column is
+    ENCODED over the computable ids (non-config minus NOT COMPUTABLE).
 
     \b
     specc coverage                                   every catalog in specs/catalog/
@@ -49,8 +51,10 @@ def coverage(catalogs, spec_glob, nc_glob, by_model, show_missing, min_percent):
         if by_model:
             for model, c in sorted(cov.by_model.items()):
                 left = c["total"] - c["encoded"] - c["not_computable"]
+                computable = c["total"] - c["not_computable"]
+                share = 100.0 * c["encoded"] / computable if computable else 100.0
                 click.echo(f"  {model:<26} {c['total']:>10} {c['encoded']:>8} "
-                           f"{100.0 * c['encoded'] / c['total']:>5.1f}% {c['not_computable']:>9} {left:>8}")
+                           f"{share:>5.1f}% {c['not_computable']:>9} {left:>8}")
         if show_missing:
             for cid, model, line in cov.missing:
                 click.echo(f"  missing: {cid}  ({model}, line {line})")

@@ -44,59 +44,74 @@ def _float(value):
         return None
 
 
-def approx_text(value) -> str:
-    """'4.45314e+263': six significant digits of an exact rational, at any magnitude
-    (decimal arithmetic: no float overflow above 1.8e308)."""
-    from decimal import Context, Decimal
+@printing_exact
+def eval_rows(queries, answers, notes=None) -> list:
+    """answers: (value, unit label, extrapolated, note) per query, or an error (an exception, kept as it is);
+    notes: query -> why its value is what it is (a 'note' key only where there is one)."""
+    rows = []
+    for text, answer in zip(queries, answers):
+        if isinstance(answer, Exception):
+            rows.append(answer)
+            continue
+        value, unit, extrapolated, note = answer
+        row = {"query": text, "value": _json_value(value), "float": _float(value), "unit": unit,
+               "extrapolated": bool(extrapolated)}
+        note = note or (notes or {}).get(text)
+        if note:
+            row["note"] = note
+        rows.append(row)
+    return rows
 
-    number = value if isinstance(value, (int, Fraction)) else Fraction(int(value.p), int(value.q))
-    frac = Fraction(number)
-    try:
-        return f"{float(frac):.6g}"
-    except OverflowError:
-        pass
-    quotient = Context(prec=12).divide(Decimal(frac.numerator), Decimal(frac.denominator))
-    mantissa, _, exponent = f"{quotient:.6g}".partition("E" if "E" in f"{quotient:.6g}" else "e")
-    # the float style: e+409 (Decimal prints E+409 or e+409 by context; both lanes print alike)
-    return f"{mantissa}e{exponent[0]}{int(exponent[1:]):02d}" if exponent else mantissa
+
+def value_notes(spec_path, queries, answers) -> dict:
+    """query -> the symbolic engine's note, for the few answers that need a reason beside the
+    value (a b_max of 0 says what is short). The compiled store keeps values only, so those
+    queries are asked once more of the engine (rare: only a zero capacity)."""
+    wanted = [text for text, answer in zip(queries, answers)
+              if not isinstance(answer, Exception) and answer[0] == 0 and text.replace(" ", "").startswith("b_max(")]
+    if not wanted:
+        return {}
+    from .compiler.queries import QueryEngine
+    from .compiler.spec import load_spec
+
+    engine = QueryEngine.shared(load_spec(spec_path))
+    return {text: engine.evaluate_text(text).note for text in wanted}
+
+
+def _row_value(value):
+    """A row's value back as a number: an int, a Fraction from 'p/q', else the text of a closed form."""
+    if isinstance(value, str) and value.count("/") == 1:
+        num, den = value.split("/")
+        if num.lstrip("-").isdigit() and den.isdigit():
+            return Fraction(int(num), int(den))
+    return value
 
 
 @printing_exact
-def eval_rows(queries, answers) -> list:
-    """answers: (value, unit label, extrapolated) per query; an error (an exception) is kept as it is."""
-    return [answer if isinstance(answer, Exception) else
-            {"query": text, "value": _json_value(answer[0]), "float": _float(answer[0]), "unit": answer[1],
-             "extrapolated": bool(answer[2])} for text, answer in zip(queries, answers)]
-
-
-@printing_exact
-def render_eval(rows, as_json: bool) -> str:
+def render_eval(rows, as_json: bool, exact: bool = False) -> str:
+    """The text of `specc eval`: times in their readable unit ('tpot(...) ≈ 13.654 ms'), every other
+    value exact; --exact prints times as exact fractions of seconds too, --json every value exact."""
     if as_json:
         return json.dumps(rows, indent=2)
+    from .dsl.human import show
+
     lines = []
     for row in rows:
-        flag = "  (extrapolated)" if row["extrapolated"] else ""
-        value = row["value"]
-        pretty = f"{value:,}" if isinstance(value, int) else str(value)
-        approx = "" if isinstance(value, int) else (
-            f"  ≈ {row['float']:.6g}" if row["float"] is not None
-            else f"  ≈ {approx_text(Fraction(value))}" if isinstance(value, str) and _is_ratio(value) else "")
-        lines.append(f"{row['query']} = {pretty} {row['unit']}{approx}{flag}".rstrip())
+        relation, text = show(_row_value(row["value"]), row["unit"], row["extrapolated"], exact)
+        note = f"  ({row['note']})" if row.get("note") else ""
+        lines.append(f"{row['query']} {relation} {text}{note}")
     return "\n".join(lines)
-
-
-def _is_ratio(text: str) -> bool:
-    head, _, tail = text.partition("/")
-    return head.lstrip("-").isdigit() and tail.isdigit()
 
 
 # ------------------------------------------------------------------ the lane
 def _eval(args) -> int | None:
-    as_json = False
+    as_json = exact = False
     rest = []
     for arg in args:
         if arg == "--json":
             as_json = True
+        elif arg == "--exact":
+            exact = True
         elif arg.startswith("-"):
             return None
         else:
@@ -111,9 +126,10 @@ def _eval(args) -> int | None:
         found = compiled.lookup(spec, text)
         if found is None:
             break
-        answers.append((found.value, found.unit, found.extrapolated))
+        answers.append((found.value, found.unit, found.extrapolated, found.note))
     else:
-        sys.stdout.write(render_eval(eval_rows(queries, answers), as_json) + "\n")
+        rows = eval_rows(queries, answers, value_notes(spec, queries, answers))
+        sys.stdout.write(render_eval(rows, as_json, exact) + "\n")
         return 0
     # a miss: compile what is missing here rather than import click for it (a first run
     # pays for sympy already); any error is left to the click command to report
@@ -123,7 +139,8 @@ def _eval(args) -> int | None:
         answers = compiled_answers(spec, queries)
     except SpecError:
         return None
-    sys.stdout.write(render_eval(eval_rows(queries, answers), as_json) + "\n")
+    rows = eval_rows(queries, answers, value_notes(spec, queries, answers))
+    sys.stdout.write(render_eval(rows, as_json, exact) + "\n")
     return 0
 
 
@@ -148,17 +165,19 @@ def compiled_answers(spec_path, queries, keep_going: bool = False) -> list:
                     raise
                 answers.append(exc)
                 continue
-            answers.append((found.value, found.unit, found.extrapolated))
+            answers.append((found.value, found.unit, found.extrapolated, found.note))
     finally:
         compile_queries.flush()
     return answers
 
 
 def _verify(args) -> int | None:
-    specs, claim_files, fmt, only = [], [], "text", None
+    specs, claim_files, fmt, only, verbose = [], [], "text", None, False
     it = iter(args)
     for arg in it:
-        if arg in ("--format", "--only", "--claims"):
+        if arg in ("-v", "--verbose"):
+            verbose = True
+        elif arg in ("--format", "--only", "--claims"):
             value = next(it, None)
             if value is None:
                 return None
@@ -172,25 +191,24 @@ def _verify(args) -> int | None:
             return None
         else:
             specs.append(arg)
-    if not specs or fmt not in ("text", "json", "junit", "md"):
+    if not specs or fmt not in ("text", "table", "json", "junit", "md"):
         return None
     if not all(os.path.isfile(p) for p in specs + claim_files):
         return None
     from .verify import fast_claims
 
-    results = []
+    groups = []
     for path in specs:
         found = fast_claims.cached_results(path, claim_files)
         if found is None:
             return None
-        results.extend(found)
-    if only:
-        results = [r for r in results if only in r.claim.id]
-        if not results:
-            return None          # the click command says which ids exist
-    from .verify.output import FORMATS
+        groups.append((path, [r for r in found if not only or only in r.claim.id]))
+    results = [r for _, found in groups for r in found]
+    if only and not results:
+        return None          # the click command says which ids exist
+    from .verify.output import render
 
-    sys.stdout.write(FORMATS[fmt](results) + "\n")
+    sys.stdout.write(render(groups, fmt, verbose, keep_empty=not only) + "\n")
     # the exit status of the click command: 2 for a claim that cannot be evaluated, 1 for FAIL/XPASS
     if any(r.verdict == "ERROR" for r in results):
         return 2
@@ -205,6 +223,8 @@ def try_fast(argv) -> int | None:
             return _eval(argv[1:])
         if argv[0] == "verify":
             return _verify(argv[1:])
+    except BrokenPipeError:
+        raise                # the reader went away: specc/cli.py stops quietly
     except Exception:  # noqa: BLE001 - any surprise: the full command line handles it
         return None
     return None

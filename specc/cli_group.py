@@ -10,7 +10,7 @@ import importlib
 import click
 
 from .cli_spec import PATH_OPTION
-from .cli_support import fail
+from .cli_support import fail, quiet_broken_pipe
 from .dsl.errors import SpecError
 
 # command name -> "module:function" of its click command (in specc/)
@@ -50,6 +50,8 @@ class _LazyGroup(click.Group):
             return super().invoke(ctx)
         except SpecError as exc:
             fail(exc)
+        except BrokenPipeError:     # `specc ... | head`: the reader has all it wanted
+            quiet_broken_pipe()
         except OSError as exc:   # e.g. -o into a missing folder or a read-only place
             where = f" '{exc.filename}'" if exc.filename else ""
             fail(SpecError(f"cannot write or read{where}: {exc.strerror or exc}",

@@ -16,3 +16,15 @@ def fail(exc, code: int = 2):
     """Print a located error (SpecError.render) to stderr and exit with `code`."""
     sys.stderr.write(exc.render() + "\n")
     sys.exit(code)
+
+
+def quiet_broken_pipe():
+    """The reader of our output went away (`specc coverage | head`): stop quietly, exit 0.
+    Standard output is pointed at /dev/null so the interpreter's final flush cannot complain."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(0)

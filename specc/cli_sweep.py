@@ -6,10 +6,11 @@ import sys
 
 import click
 
+from .cli_spec import SPEC
 
 
 @click.command()
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.argument("spec", type=SPEC)
 @click.argument("query")
 @click.option("--over", "overs", multiple=True, required=True,
               help="A swept scenario value: NAME=FIRST..LAST (inclusive, ..LAST:STEP for a stride) "

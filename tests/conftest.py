@@ -3,6 +3,7 @@ helper that writes a throw-away spec next to a copy of the standard library."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -13,6 +14,34 @@ REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"
 QWEN = SPECS / "qwen3_8b.yaml"
 V41 = SPECS / "deepseek_v41.yaml"
+
+
+# ------------------------------------------------------------------ slow tests
+# End-to-end regenerations (the explorer site with every spec in a browser, docs/, the
+# reports of every spec) take most of the suite's time and re-derive what the faster
+# tests check piece by piece. They are marked `slow` and run with --runslow or
+# SPECC_SLOW=1; .ci/run passes --runslow, so CI still runs every test.
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="also run the tests marked slow: end-to-end regenerations of the explorer site, "
+                          "docs/ and the reports (SPECC_SLOW=1 does the same)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: an end-to-end regeneration; runs with --runslow or SPECC_SLOW=1")
+
+
+def run_slow(config) -> bool:
+    return config.getoption("--runslow") or os.environ.get("SPECC_SLOW", "") not in ("", "0")
+
+
+def pytest_collection_modifyitems(config, items):
+    if run_slow(config):
+        return
+    skip = pytest.mark.skip(reason="slow end-to-end regeneration: run with --runslow or SPECC_SLOW=1 (.ci/run does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

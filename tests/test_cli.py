@@ -42,7 +42,7 @@ def run_specc(*args, timeout=120):
 
 # ------------------------------------------------------------------ verify, end to end
 def test_verify_shipped_specs_subprocess():
-    proc = run_specc("verify", "specs/qwen3_8b.yaml", "specs/deepseek_v41.yaml")
+    proc = run_specc("verify", "specs/qwen3_8b.yaml", "specs/deepseek_v41.yaml", "--verbose")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert "Traceback" not in proc.stderr
     lines = proc.stdout.splitlines()
@@ -51,6 +51,19 @@ def test_verify_shipped_specs_subprocess():
         assert any(pattern.match(line) for line in lines), f"claim {claim['id']} / {claim.get('source')} not listed"
     assert re.search(rf"\({len(shipped_claims())} claims\)$", lines[-1]), lines[-1]
     assert not re.search(r"\b(fail|xpass|error)\b", lines[-1]), lines[-1]
+
+
+def test_verify_summary_is_one_line_per_spec():
+    """The default text is one screen: a line per spec with its counts, the totals, no claim listing."""
+    proc = run_specc("verify", "specs/qwen3_8b.yaml", "specs/deepseek_v41.yaml")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert re.match(r"^specs/qwen3_8b\.yaml\s+\d+ pass$", lines[0]), lines[0]
+    assert re.match(r"^specs/deepseek_v41\.yaml\s+\d+ pass$", lines[1]), lines[1]
+    assert not any(line.startswith(("PASS ", "XFAIL ")) for line in lines)
+    assert any(re.search(rf"\({len(shipped_claims())} claims\)$", line) for line in lines)
+    assert "--verbose" in lines[-1]
+    assert len(lines) <= 8
 
 
 @pytest.fixture(scope="module")
@@ -308,3 +321,97 @@ def test_no_shipped_spec_has_a_dead_end():
     for spec in sorted((REPO / "specs").glob("*.yaml")):
         model = compile_spec(load_spec(spec))
         assert [op.stmt.loc for op in model.dead_ops()] == [], spec
+
+
+# ------------------------------------------------------------------ what a newcomer meets
+def test_times_print_in_a_readable_unit():
+    from fractions import Fraction
+
+    from specc.dsl.human import human_seconds, show
+
+    assert human_seconds(Fraction(134002703, 9814453125)) == "13.654 ms"
+    assert human_seconds(2) == "2 s"
+    assert human_seconds(Fraction(8503, 10 ** 7)) == "850.3 µs"
+    assert human_seconds(Fraction(1, 10 ** 12)) == "0.001 ns"
+    assert human_seconds(0) == "0 s"
+    assert show(Fraction(1, 2), "", False) == ("=", "1/2   ≈ 0.5")
+    assert show(Fraction(1, 4), "s", False, exact=True) == ("=", "1/4 s  ≈ 0.25")
+
+
+def test_eval_prints_times_in_ms_and_json_keeps_the_fraction(cli):
+    query = "tpot(H=4095, device=h100_sxm, tp=8)"
+    text = cli("eval", REPO / "specs" / "llama2_70b.yaml", query)
+    assert re.fullmatch(r"tpot\(H=4095, device=h100_sxm, tp=8\) ≈ \d+\.\d+ ms", text.output.strip()), text.output
+    [row] = json.loads(cli("eval", REPO / "specs" / "llama2_70b.yaml", "--json", query).output)
+    assert re.fullmatch(r"\d+/\d+", row["value"]) and row["unit"] == "s"
+    exact = cli("eval", REPO / "specs" / "llama2_70b.yaml", "--exact", query).output
+    assert f"= {row['value']} s" in exact
+
+
+def test_b_max_zero_says_what_is_short(cli):
+    out = cli("eval", REPO / "specs" / "llama2_70b.yaml", "b_max(device=rtx_4090, H=4096)").output
+    assert "= 0  (short by " in out and "one request's state is 1,342,177,280 B" in out, out
+    [row] = json.loads(cli("eval", REPO / "specs" / "llama2_70b.yaml", "--json",
+                           "b_max(device=rtx_4090, H=4096)").output)
+    assert row["value"] == 0 and row["note"].startswith("short by ")
+
+
+def test_sweep_takes_a_shipped_spec_by_name(cli, tmp_path):
+    out = tmp_path / "f.csv"
+    result = cli("sweep", "qwen3_8b", "flops(P=P)", "--over", "P=1,2", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert out.read_text().count("\n") >= 3
+
+
+def test_a_broken_pipe_is_quiet():
+    for command in ("coverage", "verify specs/qwen3_8b.yaml --verbose"):
+        proc = subprocess.run(f"{sys.executable} -m specc {command} | head -1", shell=True, cwd=REPO,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.stdout.count("\n") == 1 and proc.stderr == "", (command, proc.stderr)
+
+
+def test_approximate_arguments_take_floats_and_exact_ones_refuse_them():
+    from fractions import Fraction
+
+    import specc
+
+    m = specc.load("qwen3_8b")
+    exact = m.tpot(H=8192, device="h100_sxm", mbu=Fraction(4, 5), mfu=Fraction(1, 2)).value
+    assert m.tpot(H=8192, device="h100_sxm", mbu=0.8, mfu=0.5).value == exact
+    assert m.tpot(H=8192, device="h100_sxm", mbu="0.8", mfu="0.5").value == exact
+    with pytest.raises(specc.Error, match="a float is not exact"):
+        m.state_bytes(H=8192.0)
+    with pytest.raises(specc.Error, match="a float is not exact"):
+        m.tpot(H=8192, device="h100_sxm", mbu=float("nan"))
+
+
+def test_check_warns_about_matrices_and_stores_without_sharding(cli, write_spec):
+    path = write_spec("""
+        model: unsharded
+        imports: [lib/core.yaml]
+        dims: {d: 8, f: 16, V: 32}
+        stores:
+          kv: {tags: [kv], bytes: 2*d*2}
+        blocks:
+          ffn:
+            params: {d: null, f: null}
+            inputs: {x: d}
+            outputs: [y]
+            ops:
+              - up = x @ W_up[d, f]; group=dense_shared_ffn
+              - y = up @ W_down[f, d]; group=dense_shared_ffn, shard=row
+        stack:
+          - {name: embed, block: token_embedding, with: {V: V, d: d}}
+          - name: layers
+            layers: 0..1
+            block: ffn
+            with: {d: d, f: f}
+            state: [{store: kv, entries: H}]
+        """)
+    result = cli("check", path)
+    assert result.exit_code == 0, result.output
+    assert "warning: 1 weight matrix declares no sharding (up)" in result.output
+    assert "warning: store kv declares no shard:" in result.output
+    fixed = path.read_text().replace("group=dense_shared_ffn\n", "group=dense_shared_ffn, shard=column\n")
+    path.write_text(fixed.replace("bytes: 2*d*2}", "bytes: 2*d*2, shard: replicated}"))
+    assert "warning" not in cli("check", path).output

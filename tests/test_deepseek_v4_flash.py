@@ -1,6 +1,6 @@
 """DeepSeek V4-Flash and DeepSeek-V3: the exact integers of FACTS.md §4, §7 and §8.
 
-Every V4-Flash expected value here is copied from /work/shared/FACTS.md; the engine must
+Every V4-Flash expected value here is copied from specs/sources/FACTS.md; the engine must
 reproduce them to the integer. DeepSeek-V3's total is the published 671,026,419,200
 (including the 58×256 router score-correction biases). The MLA library block
 (specs/lib/mla.yaml) is checked on V3 in both execution paths."""

@@ -1,5 +1,5 @@
 """`specc import-hf`: Hugging Face config.json → spec. Published totals for real
-configurations of every family (tests/data/hf/real, copied from ../shared/hf-configs),
+configurations of every family (tests/data/hf/real, with their published totals in its README.md),
 configs written from each family's public definition with their totals derived by
 hand (tests/data/hf/families), tiny configs of the first families against an
 independent parameter formula, quantization formats, located errors for what the
@@ -8,6 +8,7 @@ blocks cannot model, and the CLI."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -24,27 +25,16 @@ from specc.dsl.hf_import import FAMILIES, LIB_DIR, import_config, write_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = Path(__file__).resolve().parent / "data" / "hf"
-REAL = TINY / "real"            # transcribed real configs (../shared/hf-configs/<folder>/config.json)
+REAL = TINY / "real"            # real configs (<folder>.json) and their published totals (README.md)
 WRITTEN = TINY / "families"     # configs written from the families' public definitions
 
-# the published totals of ../shared/hf-configs/README.md (each parameter counted once)
-PUBLISHED = {
-    "llama_2_7b": 6_738_415_616,
-    "mistral_7b_v0_1": 7_241_732_096,
-    "qwen3_8b": 8_190_735_360,
-    "qwen3_30b_a3b": 30_532_122_624,
-    "deepseek_v3": 671_026_419_200,
-    "gpt_oss_20b": 20_914_757_184,
-    "gemma_2_2b_it": 2_614_341_888,
-    "phi_3_mini_4k_instruct": 3_821_079_552,
-    "olmo_2_1124_7b": 7_298_617_344,
-    "gpt2": 124_439_808,
-    "stablelm_2_zephyr_1_6b": 1_644_515_328,
-    "phi_2": 2_779_683_840,
-    "qwen1_5_moe_a2_7b_chat": 14_315_784_192,
-    "falcon_7b_instruct": 6_921_720_704,
-    "ai21_jamba_1_5_mini": 51_570_323_328,
-}
+def _published() -> dict:
+    """folder -> published total, from the table of tests/data/hf/real/README.md (each parameter once)."""
+    rows = re.findall(r"^\| (\w+) \| [\w./-]+ \| ([\d,]+) \|$", (REAL / "README.md").read_text(encoding="utf-8"), re.M)
+    return {folder: int(total.replace(",", "")) for folder, total in rows}
+
+
+PUBLISHED = _published()
 
 
 def _query(path, text):
@@ -64,13 +54,10 @@ def test_real_config_matches_published_total(folder, tmp_path):
     assert _query(out, "params()") == PUBLISHED[folder]
 
 
-def test_real_configs_are_the_shared_ones():
-    """The copies in tests/data/hf/real are the shared transcriptions (when those are here)."""
-    shared = ROOT.parent / "shared" / "hf-configs"
-    if not shared.exists():
-        pytest.skip("../shared/hf-configs not available")
-    for folder in PUBLISHED:
-        assert (REAL / f"{folder}.json").read_text() == (shared / folder / "config.json").read_text()
+def test_every_real_config_has_its_published_total():
+    """The table of tests/data/hf/real/README.md names every config file there, and only those."""
+    assert len(PUBLISHED) == 15
+    assert set(PUBLISHED) == {p.stem for p in REAL.glob("*.json")}
 
 
 # ------------------------------------------------------------------ written configs: totals by hand

@@ -1,6 +1,6 @@
 """The exact integers of FACTS.md §8, reproduced by the query engine.
 
-Every expected value here is copied from /work/shared/FACTS.md (§2, §6, §7, §8);
+Every expected value here is copied from specs/sources/FACTS.md (§2, §6, §7, §8);
 the engine must give them to the integer, with the right unit."""
 
 from __future__ import annotations

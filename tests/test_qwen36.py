@@ -3,7 +3,7 @@ FACTS.md §3, §7 and §8 reproduced by the query engine, the counting rules of 
 Gated DeltaNet, gated-attention and shared-expert MoE library blocks checked
 against brute force, and the claim files verified.
 
-Every expected integer is copied from /work/shared/FACTS.md (§3, §7, §8)."""
+Every expected integer is copied from specs/sources/FACTS.md (§3, §7, §8)."""
 
 from __future__ import annotations
 

@@ -245,6 +245,17 @@ def test_op_diagram_labels_every_edge(qwen_model):
         D.op_graph(qwen_model, "nope")
 
 
+def test_op_diagram_draws_only_ops_the_model_has(qwen_model):
+    """Llama's attention has no Q/K norms (qk_norm=0 turns them into aliases of q and k):
+    its diagram has no Q/K-norm box and q feeds the rotary directly; Qwen3's has both."""
+    llama = compile_spec(load_spec(REPO / "specs" / "llama2_7b.yaml"))
+    src = D.op_graph(llama, "layers").source
+    assert "q_norm" not in src and "k_norm" not in src
+    assert re.search(r'"layers\.attn_out\.q" -> "layers\.attn_out\.q_rot" \[label="q  m', src), src
+    qwen = D.op_graph(qwen_model, "layers").source
+    assert '"layers.attn_out.q_norm" [label=' in qwen and "q_norm [128]" in qwen
+
+
 def test_graph_cli_levels_and_missing_dot(cli, tmp_path, monkeypatch):
     out = tmp_path / "m.json"
     result = cli("graph", V41, "--level", "model", "--format", "json", "-o", out)
@@ -326,6 +337,7 @@ def test_report_numbers_are_the_verifiers(qwen_engine):
     assert md.count("\n| ") >= len(rep.claims)
 
 
+@pytest.mark.slow           # the whole report of a spec, then a browser
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
 def test_report_html_in_headless_chromium(tmp_path, cli):
     result = cli("report", QWEN, "-o", tmp_path / "rep")
@@ -359,6 +371,7 @@ def test_report_html_in_headless_chromium(tmp_path, cli):
 DOCS = REPO / "docs"
 
 
+@pytest.mark.slow           # regenerates the text of docs/ for every documented spec
 def test_docs_are_current(monkeypatch):
     """docs/ equals a fresh regeneration (text artifacts; the SVGs and HTML are
     drawn from the committed DOT sources and plot data by `specc docs`)."""
@@ -383,6 +396,7 @@ def test_docs_are_current(monkeypatch):
         f"obsolete {extra[:8]}, undrawn {missing_drawings[:8]}")
 
 
+@pytest.mark.slow           # one spec's docs, drawn twice in two processes
 @needs_dot
 def test_drawings_are_deterministic(tmp_path, monkeypatch):
     from specc.render import docs

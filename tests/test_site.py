@@ -27,8 +27,14 @@ try:
     HAVE_SELENIUM = True
 except ImportError:                        # the test extra installs it; without it the browser tests skip
     HAVE_SELENIUM = False
-needs_browser = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER and HAVE_SELENIUM),
-                                   reason="headless Chromium, chromedriver and selenium are needed")
+_browser_available = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER and HAVE_SELENIUM),
+                                        reason="headless Chromium, chromedriver and selenium are needed")
+
+
+def needs_browser(test):
+    """A test of the built site in Chromium: it needs the browser, and it is slow (the site export
+    of every shipped spec is most of the suite's time), so it runs with --runslow or SPECC_SLOW=1."""
+    return pytest.mark.slow(_browser_available(test))
 
 
 # ------------------------------------------------------------------ the export, without a browser
@@ -61,8 +67,9 @@ def test_exported_functions_agree_with_the_engine(tmp_path):
     assert set(data["comm"]["mode=reference"]) == {f"tp=1&pp={pp}&ep=1" for pp in S.DEPLOYMENT_GRID["pp"]}
     assert data["variants"]["mode=ced"]["prefill_flops"] is not None
     assert all(src.startswith("function") for src in data["functions"])
-    # the claims table is specc verify's JSON
+    # the claims table is specc verify's JSON, with each source's English name and quote's gloss
     assert data["claims"] and {"id", "source", "verdict", "eval"} <= set(data["claims"][0])
+    assert all(c["gloss"] and c["source_name"] for c in data["claims"] if c["source"].startswith("000_"))
 
 
 def _roofline_seconds(engine, choices, fmt, dep, device, batch, cached, new, mfu=1, mbu=1, overlap=False):
@@ -140,7 +147,7 @@ def test_byte_units_are_the_dsl_table():
 
 
 # ------------------------------------------------------------------ the page in Chromium
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
     result = CliRunner().invoke(main, ["site", "-o", str(out), "--specs", str(REPO / "specs" / "*.yaml"),
@@ -149,7 +156,7 @@ def built_site(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -357,6 +364,36 @@ def test_bad_url_values_are_reported_not_thrown(browser, built_site):
     assert "H=-5" in errors.text and "parsecs" in errors.text and "sideways" in errors.text
     assert "mfu=1.5" in errors.text and "mbu=zero" in errors.text and "tp=3" in errors.text and "ep=2" in errors.text
     assert not _severe(browser)
+
+
+@needs_browser
+def test_defaults_stay_within_the_specs_context(browser, built_site):
+    """P and H default to 8,192 tokens, or within the spec's maximum context when it is shorter
+    (P at most the maximum, H a power of two below it, as a decode step at H reaches H + 1):
+    Llama-2-70B (4,096) opens with no extrapolated figure; a value in the URL is kept."""
+    _open(browser, built_site, "spec=llama2_70b")
+    assert browser.find_element("id", "P").get_attribute("value") == "4096"
+    assert browser.find_element("id", "H").get_attribute("value") == "2048"
+    assert not [f for f in _figures(browser) if f["extrapolated"]]
+    _open(browser, built_site, "spec=qwen3_8b")
+    assert browser.find_element("id", "P").get_attribute("value") == "8192"
+    _open(browser, built_site, "spec=llama2_70b&H=8192")
+    assert browser.find_element("id", "H").get_attribute("value") == "8192"
+    assert not _severe(browser)
+
+
+@needs_browser
+def test_phone_shows_the_headline_before_the_controls(browser, built_site):
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        _open(browser, built_site, "spec=qwen3_8b&device=h100_sxm")
+        top = browser.execute_script(
+            "return [document.querySelector('#time-figures [data-figure=tpot]').getBoundingClientRect().top,"
+            " document.getElementById('controls').getBoundingClientRect().top]")
+        assert top[0] < top[1] and top[0] < 844, top       # the first figure on the first screen
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 @needs_browser

@@ -25,7 +25,7 @@ from ..dsl.units import dims_name, unit_of_terms
 from ..dsl.yamlload import Map, Text, load_yaml_file
 from .verdicts import VERDICTS, erratum_verdict, show_scaled  # noqa: F401 - VERDICTS re-exported
 
-CLAIM_KEYS = {"id", "source", "quote", "eval", "expect", "expect_formula", "tolerance", "erratum", "note"}
+CLAIM_KEYS = {"id", "source", "quote", "gloss", "eval", "expect", "expect_formula", "tolerance", "erratum", "note"}
 
 
 # how a document states a bound: the words and signs an `expect:` may start with
@@ -79,6 +79,7 @@ class Claim:
     erratum: str | None
     note: str | None
     loc: Loc
+    gloss: str | None = None      # the quote in English, for a claim no catalog entry states (verify/sources.py)
 
     @property
     def fact_check(self) -> bool:
@@ -166,7 +167,8 @@ def load_claims(spec: Spec, extra_files=()) -> list[Claim]:
         claims.append(Claim(cid, spec.path, str(node.get("source") or ""), str(node.get("quote") or ""),
                             text(node["eval"], "eval"), opt("expect"), opt("expect_formula"), opt("tolerance"),
                             str(node["erratum"]) if node.get("erratum") else None,
-                            str(node["note"]) if node.get("note") else None, node.loc))
+                            str(node["note"]) if node.get("note") else None, node.loc,
+                            str(node["gloss"]) if node.get("gloss") else None))
     return claims
 
 

@@ -72,25 +72,79 @@ def _fraction(x) -> Fraction:
     return x if isinstance(x, Fraction) else Fraction(int(x.p), int(x.q))
 
 
-def as_text(results: list[Result]) -> str:
-    lines = []
-    width = max((len(one_line(r.claim.id)) for r in results), default=10)
-    for r in results:
-        expected = one_line(r.claim.expect or r.claim.expect_formula or "")
-        lines.append(f"{r.verdict:<5}  {one_line(r.claim.id):<{width}}  {one_line(r.claim.source)}")
-        lines.append(f"       {one_line(r.claim.eval)}  =  {r.computed_exact() or '—'}"
-                     + ("   (fact check: reads no model)" if r.claim.fact_check else ""))
-        lines.append(f"       computed {r.computed_display()}   expected {expected} {_tol(r)}")
-        if r.message and r.verdict != "PASS":
-            lines.extend("       " + line for line in safe_lines(r.message))
+def _claim_lines(r: Result) -> list[str]:
+    """One claim as the verbose listing shows it: verdict, id, source; query and exact value;
+    computed vs expected; the reason when it is not a PASS. Every echoed field is one line,
+    control characters escaped (one_line), so a claim cannot forge CI log lines."""
+    expected = one_line(r.claim.expect or r.claim.expect_formula or "")
+    lines = [f"{r.verdict:<5}  {one_line(r.claim.id)}  {one_line(r.claim.source)}",
+             f"       {one_line(r.claim.eval)}  =  {r.computed_exact() or '—'}"
+             + ("   (fact check: reads no model)" if r.claim.fact_check else ""),
+             f"       computed {r.computed_display()}   expected {expected} {_tol(r)}".rstrip()]
+    if r.message and r.verdict != "PASS":
+        lines.extend("       " + line for line in safe_lines(r.message))
+    return lines
+
+
+def _totals(results: list[Result]) -> list[str]:
     counts = summary(results)
-    lines.append("")
+    lines = []
     facts = sum(1 for r in results if r.claim.fact_check)
     if facts:
         lines.append(f"{len(results) - facts} model claims and {facts} fact check{'s' if facts != 1 else ''} "
                      "(claims that read only a device or dtype table, not the model)")
-    lines.append(", ".join(f"{n} {v.lower() if v not in ('XFAIL', 'XPASS') else v.lower()}" for v, n in counts.items() if n)
-                 + f" ({len(results)} claims)")
+    lines.append(_counts_text(counts) + f" ({len(results)} claim{'s' if len(results) != 1 else ''})")
+    return lines
+
+
+def _counts_text(counts: dict) -> str:
+    return ", ".join(f"{n} {v.lower()}" for v, n in counts.items() if n) or "no claims"
+
+
+def as_verbose_text(results: list[Result]) -> str:
+    """Every claim, three lines or more each (`specc verify --verbose`)."""
+    lines = []
+    width = max((len(one_line(r.claim.id)) for r in results), default=10)
+    for r in results:
+        first, *rest = _claim_lines(r)
+        lines.append(f"{r.verdict:<5}  {one_line(r.claim.id):<{width}}  {one_line(r.claim.source)}")
+        lines.extend(rest)
+    lines.append("")
+    lines.extend(_totals(results))
+    return "\n".join(lines)
+
+
+# verdicts whose details the summary prints: those that make `specc verify` exit non-zero
+_DETAILED = ("FAIL", "XPASS", "ERROR")
+
+
+def as_text(results: list[Result], groups=None) -> str:
+    """The default view, one screen for every shipped spec: one line per spec with its
+    verdict counts, the details of every claim that makes the run fail (FAIL, XPASS,
+    ERROR), then the totals. XFAILs (numbers the source prints wrongly, recorded as
+    errata) are counted; `--verbose` lists every claim."""
+    by_spec: dict[str, list] = {}
+    if groups is None:                # no command line: group by the claims' own spec
+        for r in results:
+            by_spec.setdefault(one_line(str(r.claim.spec)), []).append(r)
+    else:                             # the specs as given, in order; one without claims says so
+        for path, found in groups:
+            by_spec.setdefault(one_line(str(path)), []).extend(found)
+    width = max((len(name) for name in by_spec), default=10)
+    lines = [f"{name:<{width}}  {_counts_text(summary(group))}" for name, group in by_spec.items()]
+    bad = [r for r in results if r.verdict in _DETAILED]
+    if bad:
+        lines.append("")
+        for r in bad:
+            lines.extend(_claim_lines(r))
+    lines.append("")
+    lines.extend(_totals(results))
+    counts = summary(results)
+    if counts["XFAIL"]:
+        lines.append("xfail: the source prints this number wrongly and the claim records the erratum "
+                     "(the computed value disagrees, as expected)")
+    if len(bad) < len(results):
+        lines.append("--verbose lists every claim with its query, computed and expected values")
     return "\n".join(lines)
 
 
@@ -145,4 +199,19 @@ def as_markdown(results: list[Result]) -> str:
     return "\n".join(out)
 
 
-FORMATS = {"text": as_text, "json": as_json, "junit": as_junit, "md": as_markdown}
+def render(groups: list, fmt: str, verbose: bool = False, keep_empty: bool = True) -> str:
+    """`specc verify`'s output in both lanes. groups: (spec as given, its results) in command-line
+    order; the summary has a line per spec (one without claims too, unless keep_empty is False)."""
+    key = output_format(fmt, verbose)
+    results = [r for _, found in groups for r in found]
+    if key != "text":
+        return FORMATS[key](results)
+    return as_text(results, [(path, found) for path, found in groups if found or keep_empty])
+
+
+def output_format(fmt: str, verbose: bool) -> str:
+    """The FORMATS key of `specc verify --format FMT [--verbose]` (both lanes)."""
+    return "verbose" if fmt == "table" or (fmt == "text" and verbose) else fmt
+
+
+FORMATS = {"text": as_text, "verbose": as_verbose_text, "json": as_json, "junit": as_junit, "md": as_markdown}

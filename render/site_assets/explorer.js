@@ -16,6 +16,21 @@ const SPECC = (() => {
   const MINIMA = { B: 1n, S: 0n, P: 1n, G: 1n, H: 0n };
   const MAX_DIGITS = 15;   // a URL's scenario value: beyond 10^15 tokens or requests is no scenario, only work
   const DEFAULTS = { B: 1n, S: 0n, P: 8192n, G: 1n, H: 8192n };
+  // scenario values the URL or the reader set: every other one follows the spec's limits
+  const chosen = new Set();
+  // the defaults within a spec's maximum context for every scenario value nobody chose:
+  // P (a prefill of P tokens) at most the maximum; H below it, since a decode step at H
+  // reaches context H + 1: the largest power of two under the maximum (Llama-2's 4,096
+  // tokens: P 4,096 and H 2,048, not an extrapolated 8,192)
+  function fitDefaults(spec) {
+    const top = spec.max_context ? BigInt(spec.max_context) : null;
+    if (!chosen.has("P")) state.P = top !== null && top < DEFAULTS.P ? top : DEFAULTS.P;
+    if (!chosen.has("H")) {
+      let h = DEFAULTS.H;
+      while (top !== null && h >= top && h > 1n) h /= 2n;
+      state.H = h;
+    }
+  }
 
   // ------------------------------------------------------------ exact values
   const isInt = (v) => typeof v === "bigint";
@@ -70,11 +85,22 @@ const SPECC = (() => {
     return "";
   }
 
-  // seconds as milliseconds, rates as tokens/s: the exact value stays in data-value and the note
+  // a time in the largest unit in which it is at least 1 (s, ms, µs, ns), as dsl/human.py prints it
+  const TIME_UNITS = [["s", 1], ["ms", 1e-3], ["µs", 1e-6], ["ns", 1e-9]];
+  function timeUnit(x) {
+    for (const [label, size] of TIME_UNITS) if (Math.abs(x) >= size) return [label, size];
+    return TIME_UNITS[TIME_UNITS.length - 1];
+  }
+  function showSeconds(x, digits) {
+    if (x === 0) return "0 s";
+    const [label, size] = timeUnit(x);
+    return `${(x / size).toLocaleString("en-US", { maximumSignificantDigits: digits })} ${label}`;
+  }
+
+  // times in s/ms/µs, rates as tokens/s: the exact value stays in data-value and the note
   function showRate(v, unit) {
     const x = toNumber(v);
-    const digits = { maximumSignificantDigits: 5 };
-    const main = unit === "seconds" ? `≈ ${(x * 1000).toLocaleString("en-US", digits)} ms`
+    const main = unit === "seconds" ? `≈ ${showSeconds(x, 5)}`
       : `≈ ${x.toLocaleString("en-US", { maximumFractionDigits: x >= 100 ? 1 : 4 })} tokens/s`;
     const exact = isInt(v) ? separated(v) : `${v.n}/${v.d}`;
     return { main, note: `exactly ${exact} ${unit === "seconds" ? "seconds" : "tokens per second"}` };
@@ -128,7 +154,7 @@ const SPECC = (() => {
       const raw = q.get(key);
       if (raw === null) continue;
       if (/^[0-9]+$/.test(raw) && raw.length > MAX_DIGITS) problems.push(`${key}=${raw.slice(0, 24)}… has more than ${MAX_DIGITS} digits`);
-      else if (/^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key]) state[key] = BigInt(raw);
+      else if (/^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key]) { state[key] = BigInt(raw); chosen.add(key); }
       else problems.push(`${key}=${raw.slice(0, 40)} is not an integer ≥ ${MINIMA[key]}`);
     }
     for (const key of DEGREES) {
@@ -562,6 +588,7 @@ const SPECC = (() => {
     const ymax = Math.max(...points.map((p) => p[1]), here.error ? 0 : toNumber(here.value)) || 1;
     const x = (h) => L + ((W - L - R) * Math.log2(Math.max(1, Number(h)))) / kmax;
     const y = (v) => T + (Hh - T - Bm) * (1 - v / ymax);
+    const axisTime = timeUnit(ymax);      // every tick of a time axis in the unit of its largest value
     const root = svg("svg", { viewBox: `0 0 ${W} ${Hh}`, role: "img",
                               "aria-label": `${title}, context from 1 to ${separated(2 ** kmax)} tokens on a log scale` });
     root.appendChild(svg("line", { x1: L, y1: y(0), x2: W - R, y2: y(0), class: "axis" }));
@@ -575,7 +602,7 @@ const SPECC = (() => {
     for (let i = 0; i <= 4; i++) {
       const v = (ymax * i) / 4;
       root.appendChild(svg("line", { x1: L - 4, y1: y(v), x2: W - R, y2: y(v), class: "grid" }));
-      const label = fig.unit === "seconds" ? `${round3(v * 1000)} ms`
+      const label = fig.unit === "seconds" ? `${round3(v / axisTime[1])} ${axisTime[0]}`
         : fig.unit === "bytes" ? (approx(BigInt(Math.round(v)), "bytes") || `${Math.round(v)} B`)
           : (approx(BigInt(Math.round(v)), fig.unit) || round3(v));
       root.appendChild(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" }, label));
@@ -607,12 +634,19 @@ const SPECC = (() => {
       : "This spec has no claims.";
     for (const c of spec.claims) {
       const tr = document.createElement("tr");
-      for (const [text, cls] of [[c.id, "id"], [c.source, "source"], [c.eval, "query"], [c.expected, ""],
+      const source = c.source_name ? `${c.source_name}, ${c.source}` : c.source;
+      for (const [text, cls] of [[c.id, "id"], [source, "source"], [c.eval, "query"], [c.expected, ""],
                                  [c.computed ? showComputed(c.computed) : "", "num"], [c.verdict, "verdict " + c.verdict]]) {
         const td = document.createElement("td");
         td.textContent = text;
         if (cls) td.className = cls;
         tr.appendChild(td);
+      }
+      if (c.gloss) {                          // the quote's English gloss, under the claim id
+        const gloss = document.createElement("div");
+        gloss.className = "gloss";
+        gloss.textContent = c.gloss;
+        tr.cells[0].appendChild(gloss);
       }
       if (c.note) tr.title = c.note;
       body.appendChild(tr);
@@ -704,7 +738,7 @@ const SPECC = (() => {
     fillSelect($("device"), site.devices.map((d) => [d.name, d.display_name]), state.device);
     $("spec").addEventListener("change", () => {
       state.spec = $("spec").value;
-      load(state.spec, () => { specControls(loaded[state.spec], false); update(); });
+      load(state.spec, () => { specControls(loaded[state.spec], false); fitDefaults(loaded[state.spec].data); update(); });
     });
     $("device").addEventListener("change", () => { state.device = $("device").value; update(); });
     $("format").addEventListener("change", () => { state.format = $("format").value; update(); });
@@ -713,10 +747,10 @@ const SPECC = (() => {
         const raw = $(key).value.trim();
         const ok = /^[0-9]+$/.test(raw) && BigInt(raw) >= MINIMA[key];
         $(key).setAttribute("aria-invalid", ok ? "false" : "true");
-        if (ok) { state[key] = BigInt(raw); update(key); }
+        if (ok) { state[key] = BigInt(raw); chosen.add(key); update(key); }
       });
     }
-    $("H-slider").addEventListener("input", () => { state.H = 2n ** BigInt($("H-slider").value); update(); });
+    $("H-slider").addEventListener("input", () => { state.H = 2n ** BigInt($("H-slider").value); chosen.add("H"); update(); });
     if (site.deployment) {
       const box = $("deployment");
       const words = { tp: "Tensor-parallel degree (tp)", pp: "Pipeline stages (pp)", ep: "Expert-parallel degree (ep)",
@@ -834,7 +868,12 @@ const SPECC = (() => {
     readURL();
     if (site.docs) $("docs-link").hidden = false;
     bindControls();
-    load(state.spec, () => { specControls(loaded[state.spec], true); update(); document.body.dataset.ready = "true"; });
+    load(state.spec, () => {
+      specControls(loaded[state.spec], true);
+      fitDefaults(loaded[state.spec].data);
+      update();
+      document.body.dataset.ready = "true";
+    });
   }
 
   return { register, start, state, parseBytes, evaluate };
