@@ -17,6 +17,8 @@ from .errors import Loc, SpecError
 
 MAX_LAYERS = 10_000     # more layers than any model has: a typo or a hostile file
 MAX_DIM = 1 << 24       # widths, heads, vocabularies, positions
+# fields of a wrapper config (one with a text_config) that describe the whole checkpoint
+OUTER_FIELDS = ("torch_dtype", "dtype", "quantization_config", "_name_or_path")
 
 
 def _depth_error(text: str, path: str):
@@ -54,6 +56,7 @@ class Config:
         self.path = str(path)
         self.aliases: dict = {}      # canonical field -> the family's config field
         self.defaults: dict = {}     # config field -> value when omitted
+        self.within: tuple = ()      # ("text_config",) when the fields read are a wrapper's text model's
         try:
             raw = Path(path).read_bytes()
         except OSError as exc:
@@ -73,11 +76,20 @@ class Config:
         if not isinstance(self.data, dict):
             raise SpecError("config.json must be a JSON object", Loc(self.path, 1, 1), expected="{...}")
 
+    def enter(self, key: str) -> None:
+        """Read the fields of the object `key` from now on (a wrapper's text_config);
+        fields it lacks that describe the whole checkpoint (dtype, quantization) are
+        still read from the wrapper."""
+        self.outer = self.data
+        self.data = {k: v for k, v in self.outer.items() if k in OUTER_FIELDS} | self.data[key]
+        self.within = (key,)
+
     # ------------------------------------------------------------ positions
     def loc(self, *keys: str) -> Loc:
-        """Where `"key":` is (nested keys are searched after their parent)."""
+        """Where `"key":` is (nested keys are searched after their parent; a wrapper's
+        text fields are searched inside its text_config)."""
         offset = 0
-        for key in keys:
+        for key in (*self.within, *(part for k in keys for part in k.split("."))):
             found = re.compile(r'"%s"\s*:' % re.escape(key)).search(self.text, offset)
             if not found:
                 break
@@ -92,17 +104,34 @@ class Config:
 
     # ------------------------------------------------------------ values
     def name(self, key: str) -> str:
-        """The config field a canonical name is read from (GPT-2: hidden_size → n_embd)."""
-        if key in self.data or key not in self.aliases:
+        """The config field a canonical name is read from: the name itself when the
+        config has it, else the first of the family's spellings of it that the config
+        has (GPT-2: hidden_size → n_embd; transformers 5: num_experts → num_local_experts)."""
+        if self._raw(key) is not None or key not in self.aliases:
             return key
-        return self.aliases[key]
+        names = self.aliases[key]
+        names = [names] if isinstance(names, str) else list(names)
+        for alt in names:
+            if self._raw(alt) is not None:
+                return alt
+        return names[0]
+
+    def _raw(self, key: str):
+        """The value of `key` in the config; `a.b` is field b of the object a
+        (transformers 5 moved e.g. partial_rotary_factor into rope_parameters)."""
+        value = self.data
+        for part in key.split("."):
+            if not isinstance(value, dict):
+                return None
+            value = value.get(part)
+        return value
 
     def has(self, key: str) -> bool:
-        return self.data.get(self.name(key)) is not None
+        return self._raw(self.name(key)) is not None
 
     def get(self, key: str, default=None):
         key = self.name(key)
-        value = self.data.get(key)
+        value = self._raw(key)
         if value is None:
             value = self.defaults.get(key)
         return default if value is None else value
@@ -149,6 +178,8 @@ class Config:
             return self.get(rule, default), rule
         if isinstance(rule, dict):
             key = rule["field"]
+            if isinstance(key, list):       # the first spelling the config has
+                key = next((k for k in key if self.get(k) is not None), key[0])
             if self.get(key) is not None:
                 return self.get(key), key
             if "default_times_hidden" in rule:

@@ -2,22 +2,23 @@
 
 The config is read with `json` (never evaluated; dsl/hf_config.py). What each
 supported `model_type` means is data: the FAMILIES table (specs/hf/families.yaml)
-says which blocks of specs/lib/hf_families.yaml the family uses and how its
-config fields switch their parts (norm layout, biases, QK norms, parallel
-residuals, partial rotary, soft-caps, windows, experts, Mamba mixers, MLA). A
-field whose value the blocks cannot model, a missing field or an unknown
-`model_type` is a SpecError located at the field in config.json.
+says which parts of the layer block of specs/lib/hf_families.yaml the family uses
+and which config fields (in each transformers spelling) switch them: norm layout,
+biases, QK norms, parallel residuals, partial rotary, soft-caps, windows, experts
+and their placement, shared experts, and the mixers its `mixers:` table declares
+(dimensions read by rules, block bindings, stores, options). No family is named
+here. A field whose value the blocks cannot model, a missing field or an unknown
+`model_type` is a SpecError located at the field in config.json; a wrapper config
+(one whose text model is a `text_config`) imports its text model.
 
-The output is deterministic, commented YAML: every config value becomes a named
-dimension with the field it came from as a comment.
+The output is built as a structure and written with yaml.safe_dump; every config
+value becomes a named dimension with the field it came from as a comment.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,11 +28,13 @@ from .hf_quant import quant_format
 
 LIB_DIR = Path(__file__).resolve().parent.parent / "specs" / "lib"
 FAMILIES_FILE = LIB_DIR.parent / "hf" / "families.yaml"
+# found on the search path (dsl/search_path.py): an imported spec works in any folder
+LIB_IMPORTS = ("lib/core.yaml", "lib/hf_families.yaml")
 
 LAYER_TYPES = {"full_attention", "sliding_attention"}
 WINDOW_MODES = {"none", "all", "all_if_enabled", "layer_types", "layer_types_or_max_window", "layer_types_or_period"}
-FFN_MODES = {"dense", "moe", "dense_then_moe", "none"}
-MIXERS = {"attention", "mamba", "hybrid"}
+FFN_MODES = {"dense", "moe", "none"}
+BUILTIN_MIXERS = {"attention", "mamba", "hybrid"}
 NORMS = {"rms", "layernorm", "layernorm_nobias"}
 NORM_LAYOUTS = {"pre", "pre_post", "post"}
 
@@ -40,7 +43,6 @@ NORM_LAYOUTS = {"pre", "pre_post", "post"}
 class Family:
     """How a model_type maps onto the library blocks (keys documented in specs/hf/families.yaml)."""
 
-    attention: str = "gqa"
     ffn: str = "dense"
     mixer: str = "attention"
     fields: dict = field(default_factory=dict)
@@ -79,34 +81,55 @@ class Family:
     attn_layers: dict | None = None
     moe_layers: dict | None = None
     ssm: dict | None = None
+    shared_experts: dict | None = None
     unsupported: tuple = ()
+    requires: dict = field(default_factory=dict)
+    notes: tuple = ()
     sparse_step: bool = False
 
 
 ROPE_KINDS: set = set()     # rope_scaling types the blocks accept (from FAMILIES_FILE)
 ACTIVATIONS: dict = {}      # mlp kind -> activations a name of which changes no parameter
+MIXERS: dict = {}           # declared mixers (layer templates) of FAMILIES_FILE
+DTYPES: dict = {}           # transformers dtype name -> specc element type
+WRAPPERS: dict = {}         # wrapper model_type -> its text model's, when text_config names none
 
 
 def _load_families() -> dict:
     """The model_type table of specs/hf/families.yaml (project data, loaded safely)."""
     import yaml
 
+    from ..compiler.symbols import DTYPE_BYTES
+
     raw = yaml.safe_load(FAMILIES_FILE.read_text(encoding="utf-8"))
     ROPE_KINDS.update(raw["rope_kinds"])
     ACTIVATIONS.update(glu=tuple(raw["glu_activations"]), plain=tuple(raw["plain_activations"]))
+    MIXERS.update(raw.get("mixers", {}))
+    WRAPPERS.update(raw.get("wrappers", {}))
+    for hf_name, elt in raw["dtypes"].items():
+        if elt not in DTYPE_BYTES:
+            raise SpecError(f"{FAMILIES_FILE}: dtype {hf_name} maps to '{elt}', not an element type", None,
+                            expected=", ".join(sorted(DTYPE_BYTES)))
+        DTYPES[hf_name] = elt
     fields = set(Family.__dataclass_fields__)
     families = {}
     for name, entry in raw["families"].items():
         entry = dict(entry)
+        like = entry.pop("like", None)
+        if like is not None:            # a family with a known one's layers: its entry plus the differences
+            if like not in raw["families"] or "like" in raw["families"][like]:
+                raise SpecError(f"{FAMILIES_FILE}: family '{name}' is like '{like}', not a base family", None,
+                                expected="the name of a family without `like:`")
+            entry = {**raw["families"][like], **entry}
         unknown = set(entry) - fields
         checks = [(entry.get("window", "none"), WINDOW_MODES), (entry.get("ffn", "dense"), FFN_MODES),
-                  (entry.get("mixer", "attention"), MIXERS), (entry.get("norm", "rms"), NORMS),
+                  (entry.get("mixer", "attention"), BUILTIN_MIXERS | set(MIXERS)), (entry.get("norm", "rms"), NORMS),
                   (entry.get("norm_layout", "pre"), NORM_LAYOUTS), (entry.get("mlp", "glu"), {"glu", "plain"})]
         bad = [value for value, allowed in checks if value not in allowed]
         if unknown or bad:
             raise SpecError(f"{FAMILIES_FILE}: family '{name}' has unknown keys {sorted(unknown)} or values {bad}",
                             None, expected=", ".join(sorted(fields)))
-        for key in ("unsupported", "activation_fields", "activations"):
+        for key in ("unsupported", "activation_fields", "activations", "notes"):
             if key in entry:
                 entry[key] = tuple(entry[key])
         if not entry.get("activations"):
@@ -166,6 +189,11 @@ def _check_common(cfg: Config, fam: Family, model_type: str):
         if cfg.flag(key):
             raise cfg.error(key, f"'{key}: true' is not supported for model_type {model_type} "
                             "(the library blocks for this family have no such parameters)", "false or absent")
+    for key, value in fam.requires.items():
+        if cfg.get(key, value) != value:
+            raise cfg.error(key, f"{key} other than {json.dumps(value)} is not supported for model_type "
+                            f"{model_type} (transformers' model of this family ignores it, so the layers it "
+                            "would change cannot be told)", json.dumps(value))
     if cfg.has("tie_word_embeddings"):
         cfg.flag("tie_word_embeddings")
 
@@ -199,6 +227,172 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
     return list(range(L)), window
 
 
+# ------------------------------------------------------------------ import
+def _text_model(cfg: Config) -> str | None:
+    """Descend into a wrapper config's text model (gemma3, mistral3, llama4, ...):
+    the model_type of the wrapper, or None when the config is not a wrapper."""
+    text = cfg.data.get("text_config")
+    outer = cfg.data.get("model_type")
+    if not isinstance(text, dict) or (isinstance(outer, str) and outer in FAMILIES):
+        return None
+    if "model_type" not in text:
+        inner = WRAPPERS.get(outer) if isinstance(outer, str) else None
+        if inner is None:
+            raise cfg.error("text_config", "the text_config of this wrapper config names no model_type",
+                            "a text_config with a model_type, or a wrappers: entry in specs/hf/families.yaml")
+        text = dict(text, model_type=inner)
+    cfg.data = dict(cfg.data, text_config=text)
+    cfg.enter("text_config")
+    return outer
+
+
+def _unknown_type(cfg: Config, model_type) -> SpecError:
+    shown = json.dumps(model_type).replace('"', "'")
+    return cfg.error("model_type", f"unknown model_type {shown}: no entry in specs/hf/families.yaml. A family "
+                     "is data: add an entry naming its layer's parts (docs/writing-specs.md, 'Adding a Hugging "
+                     "Face family'); a family with the layers of a known one can start from it with "
+                     "`like: <model_type>` and list only what differs",
+                     "a supported model_type: " + ", ".join(sorted(FAMILIES)))
+
+
+def import_config(path: str, name: str | None = None, out_path: str | None = None) -> str:
+    """The spec YAML text for the config at `path` (a config.json or a model folder).
+
+    The spec is built as a structure and written with yaml.safe_dump; comments are
+    added only after the dimensions' lines, from text without line breaks, and the
+    result is parsed back and compared with the structure (a config value can never
+    change the spec's meaning)."""
+    path = _model_config(path)
+    cfg = Config(path)
+    wrapper = _text_model(cfg)
+    model_type = cfg.data.get("model_type")
+    if model_type is None:
+        raise SpecError("config has no 'model_type'", Loc(cfg.path, 1, 1),
+                        expected="one of " + ", ".join(sorted(FAMILIES)))
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise _unknown_type(cfg, model_type)
+    fam = FAMILIES[model_type]
+    cfg.aliases = dict(fam.fields)
+    cfg.defaults = dict(fam.defaults)
+    _check_common(cfg, fam, model_type)
+
+    here = Path(path).resolve()
+    model_name = name or cfg.get("_name_or_path") or (here.parent.name if here.name == "config.json" else here.stem)
+    spec = _Spec()
+    d = cfg.int("hidden_size", family=model_type)
+    L = cfg.int("num_hidden_layers", family=model_type, maximum=MAX_LAYERS)
+    V = cfg.int("vocab_size", family=model_type)
+    spec.dim("d", d, cfg.name("hidden_size"))
+    spec.dim("L", L, cfg.name("num_hidden_layers"))
+    spec.dim("V", V, cfg.name("vocab_size"))
+    tied = cfg.flag("tie_word_embeddings") if cfg.has("tie_word_embeddings") else fam.tied
+    if wrapper:
+        spec.notes.append(f"The config is a {wrapper} wrapper; its text model (text_config, model_type "
+                          f"{model_type}) is imported. The wrapper's other towers (vision, audio) and their "
+                          "projectors are not counted.")
+    segments, stores, options = _decoder(cfg, fam, model_type, spec, d, L)
+
+    dtype = cfg.get("torch_dtype", cfg.get("dtype", "bfloat16"))
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        key = "torch_dtype" if cfg.has("torch_dtype") else "dtype"
+        raise cfg.error(key, f"unknown {key} {json.dumps(dtype)}", " or ".join(sorted(DTYPES)))
+    elt = DTYPES[dtype]
+    quant = quant_format(cfg)
+    max_ctx = cfg.get("max_position_embeddings")
+    positions = 0
+    if fam.positions is not None:
+        positions = cfg.rule_int(fam.positions, family=model_type)
+        spec.dim("n_pos", positions, f"{fam.positions} (learned position table)")
+
+    archs = cfg.get("architectures", [])
+    archs = ", ".join(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ""
+    doc: dict = {"model": str(model_name),
+                 "source": f"Hugging Face config.json ({model_type}, {archs or 'no architectures field'})",
+                 "description": _description(model_type, tied, spec, L, d, V),
+                 "imports": list(LIB_IMPORTS),
+                 "dims": {n: v for n, v, _ in spec.dims}}
+    if isinstance(max_ctx, int) and not isinstance(max_ctx, bool) and max_ctx > 0:
+        doc["max_context"] = max_ctx
+    if spec.sets:
+        doc["sets"] = {n: t for n, t, _ in spec.sets}
+    doc["options"] = {
+        "head": {"doc": "rows the vocabulary head runs on (Hugging Face computes logits for every position)",
+                 "default": "last",
+                 "choices": {"last": {"head_rows": "B"}, "all": {"head_rows": "M"}, "none": {"head_rows": 0}}},
+        "attention": {"doc": "effective: count the query-key pairs attention needs (causal, or within the "
+                             "sliding window); rectangle: count the full P·(S+P) rectangle a masked attention "
+                             "kernel computes (the convention of PyTorch's FlopCounterMode, used by specc "
+                             "crosscheck)",
+                      "default": "effective", "choices": {"effective": {"rect": 0}, "rectangle": {"rect": 1}}},
+        **options}
+    formats = {elt: {"doc": f"{dtype} weights and state (torch_dtype)", "weights": {"default": elt}}}
+    if quant is None:
+        formats[elt] = {"default": True, **formats[elt]}
+    else:
+        qname, rate, qdoc, groups = quant
+        rate_value = rate.numerator if rate.denominator == 1 else f"{rate.numerator}/{rate.denominator}"
+        formats[qname] = {"default": True,
+                          "doc": f"{qdoc} (quantization_config), in the parameter groups {', '.join(groups)} "
+                                 f"(a bias at its matrix's rate); the other groups (embeddings, head, norms, "
+                                 f"routers) stay {dtype}; state {dtype}",
+                          "weights": {"default": elt, **{g: rate_value for g in groups}}}
+    doc["formats"] = formats
+    doc["stores"] = {n: dict(st, bytes={"default": st["bytes"].replace("ELT", elt)}) for n, st in stores.items()}
+    head = {"d": "d", "V": "V", "rows": "head_rows"}
+    if fam.norm == "layernorm":
+        head["norm_bias"] = 1
+    if tied:
+        head["tied"] = 1
+    if cfg.rule_flag(fam.head_bias):
+        head["head_bias"] = 1
+    if fam.final_softcap and cfg.get(fam.final_softcap) is not None:
+        head["softcap"] = 1
+        spec.notes.append(f"The logits are soft-capped at {cfg.get(fam.final_softcap)} ({fam.final_softcap}): "
+                          "scalar work, no parameters.")
+    embed = {"V": "V", "d": "d"} | ({"positions": "n_pos"} if positions else {})
+    doc["stack"] = ([{"name": "embed", "block": "hf_embedding", "with": embed}] + segments
+                    + [{"name": "head", "block": "hf_lm_head", "with": head}])
+    if quant is None and cfg.has("quantization_config"):
+        spec.notes.append("The checkpoint is quantized; parameter counts are logical (unpacked).")
+    if quant is not None:
+        spec.notes.append(f"The checkpoint is quantized (format {quant[0]}, the default); parameter counts "
+                          "are logical (unpacked) and weight bytes follow the format.")
+    spec.notes.append("params() counts what the checkpoint stores: the parameters and the persistent buffers "
+                      "transformers saves with them (e.g. a router's score-correction bias); transformers' "
+                      "num_parameters() counts parameters only.")
+    doc["notes"] = " ".join(spec.notes)
+    shown = "/".join(Path(path).parts[-2:])
+    return _dump(doc, spec, f"Generated by `specc import-hf` from {shown} (model_type: {model_type}).")
+
+
+def _comment(text: str) -> str:
+    """A YAML comment that stays one comment whatever the text holds (no line breaks)."""
+    return "# " + "".join(ch if ch.isprintable() else " " for ch in str(text))
+
+
+def _dump(doc: dict, spec: _Spec, header: str) -> str:
+    """The spec's YAML text: yaml.safe_dump of `doc`, each dimension's line and each
+    layer set's line followed by a comment naming the config field it came from."""
+    import yaml
+
+    text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=96, default_flow_style=False)
+    notes = {("dims", n): c for n, _, c in spec.dims} | {("sets", n): c for n, _, c in spec.sets}
+    out, section = [], None
+    for line in text.splitlines():
+        if line and not line.startswith(" "):
+            section = line.split(":", 1)[0]
+        comment = None
+        if line.startswith("  ") and not line.startswith("   ") and section in ("dims", "sets"):
+            key = line[2:].split(":", 1)[0]
+            comment = notes.get((section, key))
+        out.append(f"{line}   {_comment(comment)}" if comment else line)
+    result = "\n".join([_comment(header), _comment("Every dimension is a config value; the comment names "
+                                                     "the field it came from.")] + out) + "\n"
+    if yaml.safe_load(result) != doc:     # a comment may never change what the spec says
+        raise AssertionError("import-hf wrote YAML that does not read back as the spec it built")
+    return result
+
+
 def _model_config(path: str) -> str:
     """The config.json of `path`: the file itself, or the one in a model folder (a snapshot)."""
     p = Path(path)
@@ -211,187 +405,11 @@ def _model_config(path: str) -> str:
     return str(p)
 
 
-# ------------------------------------------------------------------ import
-def import_config(path: str, name: str | None = None, out_path: str | None = None) -> str:
-    """The spec YAML text for the config at `path` (a config.json or a model folder)."""
-    path = _model_config(path)
-    cfg = Config(path)
-    model_type = cfg.data.get("model_type")
-    if model_type is None:
-        raise SpecError("config has no 'model_type'", Loc(cfg.path, 1, 1),
-                        expected="one of " + ", ".join(sorted(FAMILIES)))
-    if not isinstance(model_type, str) or model_type not in FAMILIES:
-        raise cfg.error("model_type", f"unknown model_type {json.dumps(model_type)}".replace('"', "'"),
-                        "a supported model_type: " + ", ".join(sorted(FAMILIES)))
-    fam = FAMILIES[model_type]
-    cfg.aliases = dict(fam.fields)
-    cfg.defaults = dict(fam.defaults)
-    _check_common(cfg, fam, model_type)
-
-    out_dir = Path(out_path).resolve().parent if out_path else Path.cwd()
-    lib = os.path.relpath(LIB_DIR, out_dir).replace(os.sep, "/")
-    here = Path(path).resolve()
-    model_name = name or cfg.get("_name_or_path") or (here.parent.name if here.name == "config.json" else here.stem)
-    spec = _Spec()
-    d = cfg.int("hidden_size", family=model_type)
-    L = cfg.int("num_hidden_layers", family=model_type, maximum=MAX_LAYERS)
-    V = cfg.int("vocab_size", family=model_type)
-    spec.dim("d", d, cfg.name("hidden_size"))
-    spec.dim("L", L, cfg.name("num_hidden_layers"))
-    spec.dim("V", V, "vocab_size")
-    tied = cfg.flag("tie_word_embeddings") if cfg.has("tie_word_embeddings") else fam.tied
-
-    if fam.attention == "mla":
-        layers, stores, options = _mla(cfg, fam, model_type, spec, d, L)
-    else:
-        layers, stores, options = _decoder(cfg, fam, model_type, spec, d, L)
-
-    dtype = str(cfg.get("torch_dtype", cfg.get("dtype", "bfloat16")))
-    fmt, elt = {"float32": ("fp32", "fp32"), "float16": ("fp16", "fp16")}.get(dtype, ("bf16", "bf16"))
-    quant = quant_format(cfg)
-    max_ctx = cfg.get("max_position_embeddings")
-    positions = 0
-    if fam.positions is not None:
-        positions = cfg.rule_int(fam.positions, family=model_type)
-        spec.dim("n_pos", positions, f"{fam.positions} (learned position table)")
-
-    out = []
-    w = out.append
-    shown = "/".join(Path(path).parts[-2:])
-    w(f"# Generated by `specc import-hf` from {shown} (model_type: {model_type}).")
-    w("# Every dimension is a config value; the comment names the field it came from.")
-    w(f"model: {_scalar(model_name)}")
-    archs = cfg.get("architectures", [])
-    archs = ", ".join(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ""
-    w(f"source: Hugging Face config.json ({model_type}, {archs or 'no architectures field'})")
-    w("description: >")
-    for line in _description(model_type, tied, spec, L, d, V):
-        w("  " + line)
-    w(f"imports: [{lib}/core.yaml, {lib}/hf_families.yaml]")
-    w("")
-    w("dims:")
-    width = max(len(f"  {n}: {v}") for n, v, _ in spec.dims) + 2
-    for n, v, c in spec.dims:
-        w(f"{f'  {n}: {v}':<{width}}# {c}")
-    if isinstance(max_ctx, int) and not isinstance(max_ctx, bool) and max_ctx > 0:
-        w("")
-        w(f"max_context: {max_ctx}   # {cfg.name('max_position_embeddings')}")
-    if spec.sets:
-        w("")
-        w("sets:")
-        for n, t, c in spec.sets:
-            w(f"  {n}: {t}   # {c}")
-    w("")
-    w("options:")
-    w("  head:")
-    w("    doc: rows the vocabulary head runs on (Hugging Face computes logits for every position)")
-    w("    default: last")
-    w("    choices:")
-    w("      last: {head_rows: B}")
-    w("      all: {head_rows: M}")
-    w("      none: {head_rows: 0}")
-    w("  attention:")
-    w("    doc: >")
-    w("      effective: count the query-key pairs attention needs (causal, or within the sliding")
-    w("      window); rectangle: count the full P·(S+P) rectangle a masked attention kernel")
-    w("      computes (the convention of PyTorch's FlopCounterMode, used by specc crosscheck)")
-    w("    default: effective")
-    w("    choices:")
-    w("      effective: {rect: 0}")
-    w("      rectangle: {rect: 1}")
-    out.extend(options)
-    w("")
-    w("formats:")
-    w(f"  {fmt}:")
-    if quant is None:
-        w("    default: true")
-    w(f"    doc: {dtype} weights and state (torch_dtype)")
-    w("    weights: {default: %s}" % elt)
-    if quant is not None:
-        qname, rate, qdoc, groups = quant
-        w(f"  {qname}:")
-        w("    default: true")
-        w("    doc: >")
-        for line in _wrap(f"{qdoc} (quantization_config), in the parameter groups {', '.join(groups)} "
-                          f"(a bias at its matrix's rate); the other groups (embeddings, head, norms, routers) "
-                          f"stay {dtype}; state {dtype}", 84):
-            w("      " + line)
-        rate_text = f"{rate.numerator}/{rate.denominator}" if rate.denominator != 1 else str(rate.numerator)
-        w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in groups)))
-    w("")
-    w("stores:")
-    for store_name, tags, doc, expr, *shard in stores:
-        w(f"  {store_name}:")
-        w(f"    tags: [{', '.join(tags)}]")
-        w(f"    doc: {doc}")
-        w(f"    bytes: {{default: {expr.replace('ELT', elt)}}}")
-        if shard:   # how the store splits over tensor-parallel devices (README: Deployment sizing)
-            w(f"    shard: {shard[0]}")
-    w("")
-    w("stack:")
-    w("  - name: embed")
-    w("    block: hf_embedding")
-    w("    with: {V: V, d: d%s}" % (", positions: n_pos" if positions else ""))
-    out.extend(layers)
-    w("  - name: head")
-    w("    block: hf_lm_head" + ("   # tie_word_embeddings: the head reuses the embedding table" if tied else ""))
-    head = ["d: d", "V: V", "rows: head_rows"]
-    if fam.norm == "layernorm":
-        head.append("norm_bias: 1")
-    if tied:
-        head.append("tied: 1")
-    if cfg.rule_flag(fam.head_bias):
-        head.append("head_bias: 1")
-    if fam.final_softcap and cfg.get(fam.final_softcap) is not None:
-        head.append("softcap: 1")
-        spec.notes.append(f"The logits are soft-capped at {cfg.get(fam.final_softcap)} ({fam.final_softcap}): "
-                          "scalar work, no parameters.")
-    w("    with: {%s}" % ", ".join(head))
-    if quant is None and cfg.has("quantization_config"):
-        spec.notes.append("The checkpoint is quantized; parameter counts are logical (unpacked).")
-    if quant is not None:
-        spec.notes.append(f"The checkpoint is quantized (format {quant[0]}, the default); parameter counts "
-                          "are logical (unpacked) and weight bytes follow the format.")
-    if spec.notes:
-        w("")
-        w("notes: >")
-        for note in spec.notes:
-            out.extend("  " + line for line in _wrap(note))
-    return "\n".join(out) + "\n"
-
-
-def _scalar(value: str) -> str:
-    text = str(value)
-    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-/ ]*", text) and not text.endswith(" "):
-        return text
-    return json.dumps(text)
-
-
-def _description(model_type, tied, spec, L, d, V) -> list:
+def _description(model_type, tied, spec, L, d, V) -> str:
     parts = [f"{model_type} decoder imported from its Hugging Face configuration:",
              f"{L} layers of width {d},"] + spec.summary
     parts.append(f"{'tied' if tied else 'untied'} vocabulary of {V}.")
-    return _wrap(" ".join(parts))
-
-
-def _wrap(text: str, width: int = 88) -> list:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + len(word) + 1 > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return lines + [line]
-
-
-def _with(items: list) -> list:
-    """`with:` lines, one binding per line with an optional comment."""
-    out = ["    with:"]
-    for key, value, comment in items:
-        text = f"      {key}: {value}"
-        out.append(f"{text:<39} # {comment}" if comment else text)
-    return out
+    return " ".join(parts)
 
 
 def _placement(cfg: Config, rule: dict, L: int, model_type: str) -> list:
@@ -468,7 +486,7 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
     if not sliding:
         return None
     spec.sets.append(("sliding_layers", _layer_set(sliding), f"sliding-window layers ({source})"))
-    return ("window", '"if(layer in sliding_layers, sliding_window, oo)"', "oo: full causal attention")
+    return ("window", "if(layer in sliding_layers, sliding_window, oo)", "oo: full causal attention")
 
 
 def _ssm_dims(cfg, fam, model_type, spec, d, items):
@@ -502,19 +520,65 @@ def _ssm_dims(cfg, fam, model_type, spec, d, items):
     spec.summary.append(f"Mamba-1 mixers (d_in {d_in}, state {N}, conv {d_conv}, dt rank {dt_rank}),")
 
 
+def _ffn_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> list:
+    """'dense', 'moe' or 'none' for each layer, by the family's declared rule."""
+    if fam.ffn == "none":
+        return ["none"] * L
+    if fam.ffn != "moe":
+        return ["dense"] * L
+    rule = fam.moe_layers
+    if rule is not None and "period" in rule:
+        moe = set(_placement(cfg, rule, L, model_type))
+        return ["moe" if i in moe else "dense" for i in range(L)]
+    if rule is not None:        # {first_dense: RULE, every: RULE}: i >= first and i % every == 0
+        first = cfg.rule_int(rule.get("first_dense", 0), 0, minimum=0, family=model_type)
+        every = cfg.rule_int(rule.get("every", 1), 1, family=model_type)
+        if first > L:
+            key = rule["first_dense"]
+            raise cfg.error(key, f"{key} {first} exceeds num_hidden_layers {L}", f"at most {L}")
+        return ["moe" if i >= first and i % every == 0 else "dense" for i in range(L)]
+    if fam.sparse_step or cfg.has("mlp_only_layers") or cfg.has("decoder_sparse_step"):
+        only = cfg.get("mlp_only_layers", [])
+        step = cfg.int("decoder_sparse_step", 1, maximum=MAX_LAYERS)
+        if not isinstance(only, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < L
+                                             for i in only):
+            raise cfg.error("mlp_only_layers", "mlp_only_layers must list layer indices", f"integers in 0..{L - 1}")
+        return ["dense" if (i in only or (i + 1) % step) else "moe" for i in range(L)]
+    return ["moe"] * L
+
+
+def _declared_mixer(cfg: Config, mixer: dict, model_type: str, spec: _Spec, items: list, stores: dict,
+                    options: dict):
+    """A mixer declared in families.yaml `mixers:` (a layer template): its dimensions
+    read by rules, its block bindings, stores and options, copied as declared."""
+    values = {}
+    for dim, rule in mixer.get("dims", {}).items():
+        value = cfg.rule_int(rule, minimum=0, family=model_type)
+        values[dim] = value
+        _, source = cfg.rule(rule)
+        spec.dim(dim, value, cfg.name(source) if source else "the family's constant")
+    for key, value in mixer.get("with", {}).items():
+        items.append((key, value, ""))
+    for name, store in mixer.get("stores", {}).items():
+        stores[name] = dict(store)
+    options.update(mixer.get("options", {}))
+    spec.summary.append(mixer["summary"].format(**values) + ",")
+
+
 def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int):
-    """Attention, Mamba and hybrid decoders: one hf_decoder_layer segment over 0..L-1
-    whose per-layer switches are layer sets."""
+    """One hf_decoder_layer segment over 0..L-1 whose per-layer switches are layer
+    sets: ([stack segment], {store: declaration}, {option: declaration})."""
     items = [("d", "d", "")]
-    state = []
+    state, stores, options = [], {}, {}
     attn_set = None
+    declared = MIXERS.get(fam.mixer)
     if fam.mixer == "hybrid":
         attn = _placement(cfg, fam.attn_layers, L, model_type)
         spec.sets.append(("attn_layers", _layer_set(attn) if attn else "none",
                           f"attention layers ({fam.attn_layers['period']}, {fam.attn_layers['offset']})"))
         attn_set = "layer in attn_layers"
-    has_attn = fam.mixer != "mamba"
-    has_mamba = fam.mixer != "attention"
+    has_attn = fam.mixer in ("attention", "hybrid")
+    has_mamba = fam.mixer in ("mamba", "hybrid")
     window = None
     if has_attn:
         window = _attention_dims(cfg, fam, model_type, spec, d, L, items)
@@ -524,9 +588,11 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
     if has_mamba:
         _ssm_dims(cfg, fam, model_type, spec, d, items)
         if attn_set:
-            items.append(("mixer", f'"{attn_set}"', "attention layers; the others are Mamba layers"))
+            items.append(("mixer", f"if({attn_set}, 1, 0)", "attention layers; the others are Mamba layers"))
         else:
             items.append(("mixer", 0, "every layer is a Mamba layer"))
+    if declared is not None:
+        _declared_mixer(cfg, declared, model_type, spec, items, stores, options)
 
     # norms and residuals
     if fam.norm == "layernorm":
@@ -545,34 +611,22 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             items.append(("parallel_norms", 2, "the FFN has its own norm"))
 
     # feed-forward
-    kinds = ["none"] * L if fam.ffn == "none" else ["dense"] * L
-    if fam.ffn == "moe":
+    kinds = _ffn_kinds(cfg, fam, model_type, L)
+    if "moe" in kinds:
         E = cfg.int(fam.experts_field, family=model_type)
         k = cfg.int("num_experts_per_tok", cfg.get("experts_per_token"), family=model_type)
         f_e = cfg.int(fam.expert_width_field, family=model_type)
-        spec.dim("E", E, fam.experts_field)
+        spec.dim("E", E, cfg.name(fam.experts_field))
         if k > E:
             raise cfg.error("num_experts_per_tok", f"num_experts_per_tok {k} exceeds the {E} experts", f"at most {E}")
         spec.dim("k", k, "num_experts_per_tok")
-        spec.dim("f_e", f_e, fam.expert_width_field)
-        if fam.moe_layers is not None:
-            moe = set(_placement(cfg, fam.moe_layers, L, model_type))
-            kinds = ["moe" if i in moe else "dense" for i in range(L)]
-        elif fam.sparse_step or cfg.has("mlp_only_layers") or cfg.has("decoder_sparse_step"):
-            only = cfg.get("mlp_only_layers", [])
-            step = cfg.int("decoder_sparse_step", 1, maximum=MAX_LAYERS)
-            if not isinstance(only, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < L
-                                                 for i in only):
-                raise cfg.error("mlp_only_layers", "mlp_only_layers must list layer indices", f"integers in 0..{L - 1}")
-            kinds = ["dense" if (i in only or (i + 1) % step) else "moe" for i in range(L)]
-        else:
-            kinds = ["moe"] * L
+        spec.dim("f_e", f_e, cfg.name(fam.expert_width_field))
     if "dense" in kinds:
         f = cfg.rule_int(fam.ffn_width, family=model_type)
         source = fam.ffn_width if isinstance(fam.ffn_width, str) else fam.ffn_width.get("field")
         if isinstance(fam.ffn_width, dict) and not cfg.has(source):
             source = f"{source} (absent: {fam.ffn_width['default_times_hidden']} × hidden_size)"
-        spec.dim("f", f, source + (" (dense layers)" if "moe" in kinds else ""))
+        spec.dim("f", f, cfg.name(source) + (" (dense layers)" if "moe" in kinds else ""))
         items.append(("f", "f", ""))
         if fam.mlp == "plain":
             items.append(("glu", 0, "plain MLP: up, activation, down"))
@@ -582,19 +636,25 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         if "dense" in kinds:
             moe_layers = [i for i, kd in enumerate(kinds) if kd == "moe"]
             spec.sets.append(("moe_layers", _layer_set(moe_layers), "layers with a mixture-of-experts FFN"))
-            items.append(("E", '"if(layer in moe_layers, E, 0)"', "the other layers are dense"))
+            items.append(("E", "if(layer in moe_layers, E, 0)", "the other layers are dense"))
         else:
             items.append(("E", "E", ""))
         items += [("k", "k", ""), ("f_e", "f_e", "")]
+        f_s = 0
         if fam.shared_expert_field:
             f_s = cfg.int(fam.shared_expert_field, 0, minimum=0)
-            spec.dim("f_s", f_s, fam.shared_expert_field)
-            if f_s:
-                items.append(("f_s", "f_s", "shared expert"))
-                if fam.shared_gate:
-                    items.append(("shared_gate", 1, "sigmoid gate d→1 on the shared expert"))
+            spec.dim("f_s", f_s, cfg.name(fam.shared_expert_field))
+        elif fam.shared_experts:
+            count = cfg.rule_int(fam.shared_experts["count"], 0, minimum=0, family=model_type)
+            width = cfg.rule_int(fam.shared_experts["width"], family=model_type)
+            f_s = count * width
+            spec.dim("f_s", f_s, f"{fam.shared_experts['count']} × {cfg.name(fam.shared_experts['width'])}")
+        if f_s:
+            items.append(("f_s", "f_s", "shared expert"))
+            if fam.shared_gate:
+                items.append(("shared_gate", 1, "sigmoid gate d→1 on the shared expert"))
         if fam.router_bias:
-            items.append(("router_bias", 1, "the router linear has a bias"))
+            items.append(("router_bias", 1, "the router's E-entry bias"))
         if fam.expert_bias:
             items.append(("expert_bias", 1, "per-expert biases on gate/up and down"))
     dims = {n: v for n, v, _ in spec.dims}
@@ -606,94 +666,29 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
                             + (" in the other layers," if "moe" in kinds else ","))
     if window:
         items.append(window)
-    if has_attn:
-        items.append(("rect", "rect", "option attention"))
+    items.append(("rect", "rect", "option attention"))
 
-    lines = ["  - name: layers", "    layers: 0..L-1", "    block: hf_decoder_layer"]
-    lines += _with(items)
-    stores = []
-    entries = '"min(H, window)"' if window else "H"
-    when = f", when: {attn_set}" if attn_set else ""
+    segment = {"name": "layers", "layers": "0..L-1", "block": "hf_decoder_layer",
+               "with": {key: value for key, value, _ in items}}
+    entries = "min(H, window)" if window else "H"
+    when = {"when": attn_set} if attn_set else {}
     if has_attn:
-        state.append(("state", f"{{store: kv, entries: {entries}{when}}}"))
-        stores.append(("kv", ["kv"], "K and V of an attention layer, n_kv heads of d_h, per cached token",
-                       "2*n_kv*d_h*ELT", "n_kv"))
+        state.append({"store": "kv", "entries": entries, **when})
+        stores["kv"] = {"tags": ["kv"], "doc": "K and V of an attention layer, n_kv heads of d_h, per cached token",
+                        "bytes": "2*n_kv*d_h*ELT", "shard": "n_kv"}
     if has_mamba:
-        mwhen = f", when: not ({attn_set})" if attn_set else ""
-        state.append(("state", f"{{store: conv_state, entries: 1{mwhen}}}"))
-        state.append(("state", f"{{store: ssm_state, entries: 1{mwhen}}}"))
-        stores.append(("conv_state", ["ssm"], "short-convolution buffer of a Mamba layer (d_conv − 1 inputs "
-                       "over d_in channels)", "(d_conv - 1)*d_in*ELT"))
-        stores.append(("ssm_state", ["ssm"], "SSM state of a Mamba layer, d_in × N", "d_in*N*ELT"))
-    lines.append("    state:")
-    lines += [f"      - {decl}" for kind, decl in state]
-    lines.append("    reads:")
-    lines += [f"      - {decl}" for kind, decl in state]
-    return lines, stores, []
-
-
-def _mla(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int):
-    heads = cfg.int("num_attention_heads", family=model_type)
-    spec.dim("heads", heads, "num_attention_heads")
-    q_rank = cfg.get("q_lora_rank")
-    if q_rank is None:
-        spec.dim("q_rank", 0, "q_lora_rank (null: one d→heads·(qk_nope+qk_rope) query projection)")
-    else:
-        spec.dim("q_rank", cfg.int("q_lora_rank"), "q_lora_rank")
-    spec.dim("kv_rank", cfg.int("kv_lora_rank", family=model_type), "kv_lora_rank")
-    spec.dim("qk_nope", cfg.int("qk_nope_head_dim", family=model_type), "qk_nope_head_dim")
-    spec.dim("qk_rope", cfg.int("qk_rope_head_dim", family=model_type), "qk_rope_head_dim")
-    spec.dim("v_head", cfg.int("v_head_dim", family=model_type), "v_head_dim")
-    spec.dim("f", cfg.int("intermediate_size", family=model_type), "intermediate_size (dense layers)")
-    E = cfg.int(fam.experts_field, family=model_type)
-    spec.dim("E", E, fam.experts_field)
-    k = cfg.int("num_experts_per_tok", family=model_type)
-    spec.dim("k", k, "num_experts_per_tok")
-    f_e = cfg.int(fam.expert_width_field, family=model_type)
-    spec.dim("f_e", f_e, fam.expert_width_field)
-    n_shared = cfg.int("n_shared_experts", 0, minimum=0)
-    spec.dim("n_shared", n_shared, "n_shared_experts")
-    first = cfg.int("first_k_dense_replace", 0, minimum=0, maximum=MAX_LAYERS)
-    if first > L:
-        raise cfg.error("first_k_dense_replace", f"first_k_dense_replace {first} exceeds num_hidden_layers {L}",
-                        f"at most {L}")
-    spec.dim("first_dense", first, "first_k_dense_replace (dense FFN layers before the MoE layers)")
-    if cfg.int("moe_layer_freq", 1) != 1:
-        raise cfg.error("moe_layer_freq", "moe_layer_freq other than 1 is not supported "
-                        "(Hugging Face's model makes every layer from first_k_dense_replace on an MoE layer)", "1")
-    if cfg.has("num_nextn_predict_layers") and cfg.get("num_nextn_predict_layers"):
-        spec.notes.append(f"num_nextn_predict_layers = {cfg.get('num_nextn_predict_layers')}: the multi-token "
-                          "prediction module of the checkpoint is not part of the Hugging Face model and not "
-                          "modelled here.")
-    if fam.router_bias:
-        spec.notes.append("The router's E-entry score-correction bias (e_score_correction_bias) is counted as "
-                          "parameters (transformers keeps it as a buffer).")
-    spec.summary.append(f"multi-head latent attention ({heads} heads), MoE of {E} experts of {f_e} (top-{k}),")
-    attn = [("d", "d", ""), ("heads", "heads", ""), ("q_rank", "q_rank", ""), ("kv_rank", "kv_rank", ""),
-            ("qk_nope", "qk_nope", ""), ("qk_rope", "qk_rope", ""), ("v", "v_head", "")]
-    tail = [("rect", "rect", "option attention"), ("compressed", "mla_compressed", "option mla")]
-    lines = []
-    if first > 0:
-        lines += ["  - name: dense_layers", "    layers: 0..first_dense-1", "    block: hf_mla_layer"]
-        lines += _with(attn + [("f", "f", "dense SwiGLU FFN")] + tail)
-    if first < L:
-        lines += ["  - name: moe_layers", f"    layers: {'first_dense' if first else '0'}..L-1",
-                  "    block: hf_mla_layer"]
-        moe = [("E", "E", ""), ("k", "k", ""), ("f_e", "f_e", ""), ("f_s", "n_shared*f_e", "shared experts")]
-        if fam.router_bias:
-            moe.append(("router_bias", 1, "e_score_correction_bias"))
-        lines += _with(attn + moe + tail)
-    stores = [("mla_latent", ["kv"], "compressed path — the latent and the rotary key per cached token",
-               "(kv_rank + qk_rope)*ELT", "replicated"),
-              ("mla_kv", ["kv"], "expanded path — per-head K (qk_nope+qk_rope) and V per cached token",
-               "heads*(qk_nope + qk_rope + v_head)*ELT", "heads")]
-    options = ["  mla:",
-               "    doc: MLA execution path (same parameters); Hugging Face runs the expanded one",
-               "    default: expanded",
-               "    choices:",
-               "      expanded: {mla_compressed: 0}",
-               "      compressed: {mla_compressed: 1}"]
-    return lines, stores, options
+        mwhen = {"when": f"not ({attn_set})"} if attn_set else {}
+        state += [{"store": "conv_state", "entries": 1, **mwhen}, {"store": "ssm_state", "entries": 1, **mwhen}]
+        stores["conv_state"] = {"tags": ["ssm"], "doc": "short-convolution buffer of a Mamba layer (d_conv − 1 "
+                                "inputs over d_in channels)", "bytes": "(d_conv - 1)*d_in*ELT"}
+        stores["ssm_state"] = {"tags": ["ssm"], "doc": "SSM state of a Mamba layer, d_in × N", "bytes": "d_in*N*ELT"}
+    if state:
+        segment["state"] = state
+        segment["reads"] = [dict(s) for s in state]
+    for note in fam.notes:
+        if cfg.get(note["field"]):
+            spec.notes.append(note["text"].format(value=cfg.get(note["field"])))
+    return [segment], stores, options
 
 
 def write_spec(config_path: str, out_path: str, name: str | None = None) -> str:
