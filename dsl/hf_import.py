@@ -378,11 +378,14 @@ def _dump(doc: dict, spec: _Spec, header: str) -> str:
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=96, default_flow_style=False)
     notes = {("dims", n): c for n, _, c in spec.dims} | {("sets", n): c for n, _, c in spec.sets}
     out, section = [], None
-    for line in text.splitlines():
+    lines = text.splitlines() + [""]
+    for line, after in zip(lines, lines[1:]):
         if line and not line.startswith(" "):
             section = line.split(":", 1)[0]
         comment = None
-        if line.startswith("  ") and not line.startswith("   ") and section in ("dims", "sets"):
+        # a key's own line, its value complete on it (a long value continues on deeper lines)
+        if line.startswith("  ") and not line.startswith("   ") and not after.startswith("   ") \
+                and section in ("dims", "sets"):
             key = line[2:].split(":", 1)[0]
             comment = notes.get((section, key))
         out.append(f"{line}   {_comment(comment)}" if comment else line)
