@@ -444,10 +444,10 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
         d_h = cfg.int("head_dim")
         spec.dim("d_h", d_h, "head_dim")
     else:
+        d_h = d // n_q         # transformers' hidden_size // num_attention_heads
         if d % n_q:
-            raise cfg.error("num_attention_heads", f"hidden_size {d} is not divisible by {n_q} heads "
-                            "and there is no head_dim", "a head_dim field")
-        d_h = d // n_q
+            spec.notes.append(f"hidden_size {d} is not divisible by {n_q} heads and the config has no head_dim: "
+                              f"transformers' head_dim is the floor, {d_h}.")
         spec.dim("d_h", d_h, "hidden_size / num_attention_heads (no head_dim field)")
     items += [("n_q", "n_q", ""), ("n_kv", "n_kv", ""), ("d_h", "d_h", "")]
     # partial rotary: HF rotates int(fraction · head_dim) features of each head
@@ -533,6 +533,21 @@ def _ffn_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> list:
     if rule is not None and "period" in rule:
         moe = set(_placement(cfg, rule, L, model_type))
         return ["moe" if i in moe else "dense" for i in range(L)]
+    if rule is not None and ("list" in rule or "types" in rule):
+        key = rule.get("list") or rule["types"]
+        if cfg.has(key):
+            values = cfg.get(key)
+            if "list" in rule:
+                ok = isinstance(values, list) and all(type(i) is int and 0 <= i < L for i in values)
+                moe = set(values) if ok else set()
+            else:
+                ok = isinstance(values, list) and len(values) == L and all(isinstance(v, str) for v in values)
+                moe = {i for i, v in enumerate(values) if v in rule["moe"]} if ok else set()
+            if not ok:
+                raise cfg.error(key, f"'{cfg.name(key)}' must list " + (f"layer indices below {L}" if "list" in rule
+                                else f"one FFN type per layer ({L})"), "a JSON list")
+            return ["moe" if i in moe else "dense" for i in range(L)]
+        return ["moe"] * L
     if rule is not None:        # {first_dense: RULE, every: RULE}: i >= first and i % every == 0
         first = cfg.rule_int(rule.get("first_dense", 0), 0, minimum=0, family=model_type)
         every = cfg.rule_int(rule.get("every", 1), 1, family=model_type)
