@@ -95,6 +95,19 @@ DTYPES: dict = {}           # transformers dtype name -> specc element type
 WRAPPERS: dict = {}         # wrapper model_type -> its text model's, when text_config names none
 
 
+def _resolve_like(table: dict, name: str, seen: tuple = ()) -> dict:
+    """A family's entry with the entries it is `like:` (transitively) under it."""
+    entry = dict(table[name])
+    like = entry.pop("like", None)
+    if like is None:
+        return entry
+    if like not in table or like in seen:
+        raise SpecError(f"{FAMILIES_FILE}: family '{name}' is like '{like}', which is "
+                        + ("not a family" if like not in table else "circular"), None,
+                        expected="the name of another family")
+    return {**_resolve_like(table, like, seen + (name,)), **entry}
+
+
 def _load_families() -> dict:
     """The model_type table of specs/hf/families.yaml (project data, loaded safely)."""
     import yaml
@@ -115,12 +128,7 @@ def _load_families() -> dict:
     families = {}
     for name, entry in raw["families"].items():
         entry = dict(entry)
-        like = entry.pop("like", None)
-        if like is not None:            # a family with a known one's layers: its entry plus the differences
-            if like not in raw["families"] or "like" in raw["families"][like]:
-                raise SpecError(f"{FAMILIES_FILE}: family '{name}' is like '{like}', not a base family", None,
-                                expected="the name of a family without `like:`")
-            entry = {**raw["families"][like], **entry}
+        entry = _resolve_like(raw["families"], name)
         unknown = set(entry) - fields
         checks = [(entry.get("window", "none"), WINDOW_MODES), (entry.get("ffn", "dense"), FFN_MODES),
                   (entry.get("mixer", "attention"), BUILTIN_MIXERS | set(MIXERS)), (entry.get("norm", "rms"), NORMS),
@@ -533,28 +541,30 @@ def _ffn_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> list:
     if rule is not None and "period" in rule:
         moe = set(_placement(cfg, rule, L, model_type))
         return ["moe" if i in moe else "dense" for i in range(L)]
-    if rule is not None and ("list" in rule or "types" in rule):
-        key = rule.get("list") or rule["types"]
-        if cfg.has(key):
-            values = cfg.get(key)
-            if "list" in rule:
-                ok = isinstance(values, list) and all(type(i) is int and 0 <= i < L for i in values)
-                moe = set(values) if ok else set()
-            else:
-                ok = isinstance(values, list) and len(values) == L and all(isinstance(v, str) for v in values)
-                moe = {i for i, v in enumerate(values) if v in rule["moe"]} if ok else set()
-            if not ok:
-                raise cfg.error(key, f"'{cfg.name(key)}' must list " + (f"layer indices below {L}" if "list" in rule
-                                else f"one FFN type per layer ({L})"), "a JSON list")
-            return ["moe" if i in moe else "dense" for i in range(L)]
-        return ["moe"] * L
-    if rule is not None:        # {first_dense: RULE, every: RULE}: i >= first and i % every == 0
+    if rule is not None and "list" in rule and cfg.has(rule["list"]):
+        values = cfg.get(rule["list"])
+        if not isinstance(values, list) or not all(type(i) is int and 0 <= i < L for i in values):
+            raise cfg.error(rule["list"], f"'{cfg.name(rule['list'])}' must list layer indices below {L}",
+                            "a JSON list of layer indices")
+        return ["moe" if i in values else "dense" for i in range(L)]
+    if rule is not None and "types" in rule and cfg.has(rule["types"]):
+        values = cfg.get(rule["types"])
+        if not isinstance(values, list) or len(values) != L or not all(isinstance(v, str) for v in values):
+            raise cfg.error(rule["types"], f"'{cfg.name(rule['types'])}' must list one FFN type per layer ({L})",
+                            f"a JSON list of {L} names")
+        return ["moe" if v in rule["moe"] else "dense" for v in values]
+    if rule is not None and ("first_dense" in rule or "every" in rule):
+        # MoE when first_dense <= i <= last and (i + phase) % every == 0
         first = cfg.rule_int(rule.get("first_dense", 0), 0, minimum=0, family=model_type)
+        last = cfg.rule_int(rule.get("last", L - 1), L - 1, minimum=0, family=model_type)
         every = cfg.rule_int(rule.get("every", 1), 1, family=model_type)
+        phase = rule.get("phase", 0)
         if first > L:
-            key = rule["first_dense"]
+            key = cfg.name(cfg.rule(rule["first_dense"])[1])
             raise cfg.error(key, f"{key} {first} exceeds num_hidden_layers {L}", f"at most {L}")
-        return ["moe" if i >= first and i % every == 0 else "dense" for i in range(L)]
+        return ["moe" if first <= i <= last and (i + phase) % every == 0 else "dense" for i in range(L)]
+    if rule is not None:        # a list or type field the config omits: every layer is MoE
+        return ["moe"] * L
     if fam.sparse_step or cfg.has("mlp_only_layers") or cfg.has("decoder_sparse_step"):
         only = cfg.get("mlp_only_layers", [])
         step = cfg.int("decoder_sparse_step", 1, maximum=MAX_LAYERS)
