@@ -176,12 +176,17 @@ class Config:
             return rule, None
         if isinstance(rule, str):
             return self.get(rule, default), rule
+        if isinstance(rule, dict) and "times_hidden" in rule:      # MPT: expansion_ratio × d_model
+            key = rule["times_hidden"]
+            return self.int(key) * self.int("hidden_size"), None
         if isinstance(rule, dict):
             key = rule["field"]
             if isinstance(key, list):       # the first spelling the config has
                 key = next((k for k in key if self.get(k) is not None), key[0])
             if self.get(key) is not None:
                 return self.get(key), key
+            if "plus" in rule:            # OPT's position table: max_position_embeddings + 2
+                return self.int(key) + rule["plus"] if self.get(key) is not None else rule.get("default", default), key
             if "default_times_hidden" in rule:
                 return rule["default_times_hidden"] * self.int("hidden_size"), key
             return rule.get("default", default), key
@@ -202,7 +207,8 @@ class Config:
     def rule_int(self, rule, default=None, *, minimum: int = 1, family: str = "") -> int:
         value, key = self.rule(rule, default)
         if key is not None and self.get(key) is not None:
-            return self.int(key, minimum=minimum, family=family)
+            base = self.int(key, minimum=minimum, family=family)
+            return base + rule["plus"] if isinstance(rule, dict) and "plus" in rule else base
         if value is None:
             raise SpecError(f"config has no '{key}' (model_type {family} needs it)", Loc(self.path, 1, 1),
                             expected=f'a "{key}": <integer> field')

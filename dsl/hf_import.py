@@ -35,7 +35,7 @@ LAYER_TYPES = {"full_attention", "sliding_attention"}
 WINDOW_MODES = {"none", "all", "all_if_enabled", "layer_types", "layer_types_or_max_window", "layer_types_or_period"}
 FFN_MODES = {"dense", "moe", "none"}
 BUILTIN_MIXERS = {"attention", "mamba", "hybrid"}
-NORMS = {"rms", "layernorm", "layernorm_nobias"}
+NORMS = {"rms", "layernorm", "layernorm_nobias", "none"}
 NORM_LAYOUTS = {"pre", "pre_post", "post"}
 
 
@@ -65,6 +65,9 @@ class Family:
     mlp: str = "glu"
     ffn_width: object = "intermediate_size"
     positions: object = None
+    final_norm: bool = True
+    embed_norm: bool = False
+    window_types: dict | None = None
     attn_softcap: str | None = None
     final_softcap: str | None = None
     activation_fields: tuple = ("hidden_act",)
@@ -211,6 +214,16 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
     `layer_types` when the config lists them, else every layer, the layers from
     max_window_layers on when use_sliding_window is set, or all but every
     window_period-th layer; the family's mode says which)."""
+    if fam.window_types is not None:     # {field, sliding: [names], length: FIELD}: GPT-Neo's "local" layers
+        spec_types = fam.window_types
+        types = cfg.get(spec_types["field"])
+        if types is None:
+            return [], None
+        if not isinstance(types, list) or len(types) != L or not all(isinstance(t, str) for t in types):
+            raise cfg.error(spec_types["field"], f"{spec_types['field']} must list one type per layer ({L})",
+                            f"{L} names")
+        sliding = [i for i, t in enumerate(types) if t in spec_types["sliding"]]
+        return (sliding, cfg.int(spec_types["length"], family=model_type)) if sliding else ([], None)
     if fam.window == "none" or cfg.data.get("sliding_window") is None:
         return [], None
     if fam.window in ("layer_types_or_max_window", "all_if_enabled") and not cfg.flag("use_sliding_window"):
@@ -349,6 +362,10 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
     head = {"d": "d", "V": "V", "rows": "head_rows"}
     if fam.norm == "layernorm":
         head["norm_bias"] = 1
+    if fam.norm == "none":
+        head["norm_weight"] = 0
+    if not fam.final_norm:
+        head["norm"] = 0
     if tied:
         head["tied"] = 1
     if cfg.rule_flag(fam.head_bias):
@@ -358,6 +375,8 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
         spec.notes.append(f"The logits are soft-capped at {cfg.get(fam.final_softcap)} ({fam.final_softcap}): "
                           "scalar work, no parameters.")
     embed = {"V": "V", "d": "d"} | ({"positions": "n_pos"} if positions else {})
+    if fam.embed_norm:
+        embed |= {"norm": 1, "norm_bias": 1 if fam.norm == "layernorm" else 0}
     doc["stack"] = ([{"name": "embed", "block": "hf_embedding", "with": embed}] + segments
                     + [{"name": "head", "block": "hf_lm_head", "with": head}])
     if quant is None and cfg.has("quantization_config"):
@@ -625,6 +644,8 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
     # norms and residuals
     if fam.norm == "layernorm":
         items.append(("norm_bias", 1, "LayerNorms with bias"))
+    if fam.norm == "none":
+        items.append(("norm_weight", 0, "norms without learned parameters"))
     if fam.norm_layout == "post":
         items.append(("pre_norm", 0, "norms after each sub-block only"))
     if fam.norm_layout in ("pre_post", "post"):
@@ -652,7 +673,9 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
     if "dense" in kinds:
         f = cfg.rule_int(fam.ffn_width, family=model_type)
         source = fam.ffn_width if isinstance(fam.ffn_width, str) else fam.ffn_width.get("field")
-        if isinstance(fam.ffn_width, dict) and not cfg.has(source):
+        if isinstance(fam.ffn_width, dict) and "times_hidden" in fam.ffn_width:
+            source = f"{fam.ffn_width['times_hidden']} × {cfg.name('hidden_size')}"
+        elif isinstance(fam.ffn_width, dict) and not cfg.has(source):
             source = f"{source} (absent: {fam.ffn_width['default_times_hidden']} × hidden_size)"
         spec.dim("f", f, cfg.name(source) + (" (dense layers)" if "moe" in kinds else ""))
         items.append(("f", "f", ""))

@@ -48,24 +48,49 @@ def _text(d: dict) -> dict:
     return d["text_config"] if isinstance(d.get("text_config"), dict) else d
 
 
-def variants(d: dict):
-    """Candidate changes of a config dict, most first: the variant keeps those transformers builds."""
+# Default configs transformers cannot build or run as they are (a field left None that the
+# model needs): the value the type's own checkpoints use is filled in, and kept in the corpus.
+FIXES = {
+    "deepseek_v2": {"num_experts_per_tok": 6},
+    "dbrx": {"attn_config": {"rope_theta": 500000.0}},
+    "hunyuan_v1_dense": {"head_dim": 128},
+    "hunyuan_v1_moe": {"head_dim": 128},
+    "ministral": {"head_dim": 128},
+    "nemotron": {"num_key_value_heads": 8},
+    "dots1": {"n_routed_experts": 128, "num_experts_per_tok": 6},
+    # LFM2-MoE's layer list has no default: short-convolution layers with attention every 4th from 2
+    "lfm2_moe": {"layer_types": ["full_attention" if i % 4 == 2 else "conv" for i in range(32)]},
+}
+
+
+def _merged(base: dict, fix: dict) -> dict:
+    """`base` with `fix` laid over it (nested objects merged)."""
+    out = dict(base)
+    for key, value in fix.items():
+        out[key] = _merged(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return out
+
+
+def variants(d: dict, names: dict):
+    """Candidate changes of a config dict, most first: the variant keeps those transformers
+    builds. `names` maps canonical field names to the type's own (its attribute_map)."""
     t = _text(d)
     changes = []
-    L = t.get("num_hidden_layers")
+    layers_key = names.get("num_hidden_layers", "num_hidden_layers")
+    L = t.get(layers_key)
     if isinstance(L, int) and L > 2:
         newL = max(2, L // 2)
 
         def cut(x, newL=newL, L=L):
             x = _text(x)
-            x["num_hidden_layers"] = newL
+            x[layers_key] = newL
             for k, v in list(x.items()):
                 if isinstance(v, list) and len(v) == L:
                     x[k] = v[:newL]
                 if isinstance(v, str) and len(v) == L:     # hybrid_override_pattern strings
                     x[k] = v[:newL]
         changes.append(("layers", cut))
-    q, kv = t.get("num_attention_heads"), t.get("num_key_value_heads")
+    q, kv = t.get(names.get("num_attention_heads", "num_attention_heads")), t.get("num_key_value_heads")
     if isinstance(kv, int) and kv > 1 and kv % 2 == 0:
         changes.append(("kv_heads", lambda x: _text(x).__setitem__("num_key_value_heads", kv // 2)))
     elif isinstance(q, int) and kv is None and q % 2 == 0 and "num_key_value_heads" in t:
@@ -73,7 +98,7 @@ def variants(d: dict):
     if isinstance(t.get("tie_word_embeddings"), bool):
         tie = t["tie_word_embeddings"]
         changes.append(("tied", lambda x: _text(x).__setitem__("tie_word_embeddings", not tie)))
-    for key in ("intermediate_size", "moe_intermediate_size", "ffn_hidden_size", "n_inner"):
+    for key in ("intermediate_size", "moe_intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim", "dff"):
         if isinstance(t.get(key), int) and t[key] > 0:
             changes.append((key, lambda x, key=key: _text(x).__setitem__(key, _text(x)[key] + 64)))
     if isinstance(t.get("vocab_size"), int) and t["vocab_size"] > 2000:
@@ -82,7 +107,6 @@ def variants(d: dict):
 
 
 def main() -> int:
-    from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
@@ -98,6 +122,8 @@ def main() -> int:
             continue
         try:
             base = CONFIG_MAPPING[mtype]()
+            if mtype in FIXES:
+                base = CONFIG_MAPPING[mtype].from_dict(_merged(base.to_dict(), FIXES[mtype]))
             d = base.to_dict()
             counts = stored_counts(base)
         except Exception as exc:    # a type transformers cannot build from its defaults
@@ -107,11 +133,12 @@ def main() -> int:
         entry = {"default": counts}
         (HERE / f"{mtype}.json").write_text(json.dumps(d, indent=1, sort_keys=True, default=str) + "\n")
         var, kept = copy.deepcopy(d), []
-        for what, change in variants(d):
+        text_class = type(base.get_text_config())
+        for what, change in variants(d, dict(getattr(text_class, "attribute_map", {}))):
             trial = copy.deepcopy(var)
             change(trial)
             try:
-                c = stored_counts(AutoConfig.for_model(**trial) if False else CONFIG_MAPPING[mtype].from_dict(trial))
+                c = stored_counts(CONFIG_MAPPING[mtype].from_dict(trial))
             except Exception:
                 continue
             var, kept, vcounts = trial, kept + [what], c
