@@ -395,10 +395,10 @@ def test_cli_import_then_eval(tmp_path):
 
 
 def test_cli_error_exit_2_without_traceback(tmp_path):
-    path = _mutated(tmp_path, "llama", model_type="bloom")
+    path = _mutated(tmp_path, "llama", model_type="no_such_family")
     result = CliRunner().invoke(main, ["import-hf", str(path), "-o", str(tmp_path / "x.yaml")])
     assert result.exit_code == 2
-    assert "unknown model_type 'bloom'" in result.output and "Traceback" not in result.output
+    assert "unknown model_type 'no_such_family'" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "x.yaml").exists()
 
 
