@@ -10,6 +10,7 @@ config omits a field). Every problem is a SpecError located in config.json.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -176,6 +177,19 @@ class Config:
             return rule, None
         if isinstance(rule, str):
             return self.get(rule, default), rule
+        if isinstance(rule, dict) and "length" in rule:            # Nemotron-H: one entry per layer
+            key = rule["length"]
+            value = self.get(key)
+            if not isinstance(value, (list, str)) or not value:
+                raise self.error(key, f"'{self.name(key)}' must list the layers", "a non-empty list or string")
+            return len(value), None
+        if isinstance(rule, dict) and "auto_ffn" in rule:          # LFM2: Llama's original FFN sizing
+            return self._auto_ffn(rule["auto_ffn"]), None
+        if isinstance(rule, dict) and "product" in rule:           # Nemotron-H: heads × head width
+            value = 1
+            for key in rule["product"]:
+                value *= self.int(key)
+            return value, None
         if isinstance(rule, dict) and "times_hidden" in rule:      # MPT: expansion_ratio × d_model
             key = rule["times_hidden"]
             return self.int(key) * self.int("hidden_size"), None
@@ -194,6 +208,25 @@ class Config:
             if "if" not in case or self.flag(case["if"]):
                 return self.rule(case["value"], default)
         return default, None
+
+    def _auto_ffn(self, r: dict) -> int:
+        """Meta's Llama FFN sizing: f = ⌊2·size/3⌋ when `auto` is set, then ⌊multiplier·f⌋
+        rounded up to a multiple of `multiple_of` when a multiplier is given (exact:
+        the multiplier's binary value as a Fraction)."""
+        from fractions import Fraction
+
+        f = self.int(r["size"])
+        if not self.flag(r["auto"]):
+            return f
+        f = 2 * f // 3
+        mult = self.get(r["multiplier"])
+        if mult is None:
+            return f
+        if isinstance(mult, bool) or not isinstance(mult, (int, float)) or mult <= 0:
+            raise self.error(r["multiplier"], f"'{r['multiplier']}' must be a positive number", "a number > 0")
+        f = math.floor(Fraction(mult) * f)
+        step = self.int(r["multiple_of"])
+        return step * ((f + step - 1) // step)
 
     def rule_flag(self, rule, default=False) -> bool:
         value, key = self.rule(rule, default)

@@ -45,6 +45,12 @@ class Family:
 
     ffn: str = "dense"
     mixer: str = "attention"
+    layers: dict | None = None
+    layer_count: object = "num_hidden_layers"
+    tie_rule: object = None
+    mixer_dims: dict = field(default_factory=dict)
+    q_gate: bool = False
+    expert_glu: bool = True
     fields: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
     tied: bool = False
@@ -301,12 +307,20 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
     model_name = name or cfg.get("_name_or_path") or (here.parent.name if here.name == "config.json" else here.stem)
     spec = _Spec()
     d = cfg.int("hidden_size", family=model_type)
-    L = cfg.int("num_hidden_layers", family=model_type, maximum=MAX_LAYERS)
+    if fam.layer_count == "num_hidden_layers" or cfg.has("num_hidden_layers"):
+        L = cfg.int("num_hidden_layers", family=model_type, maximum=MAX_LAYERS)
+    else:
+        L = cfg.rule_int(fam.layer_count, family=model_type)
+        if L > MAX_LAYERS:
+            raise cfg.error(cfg.rule(fam.layer_count)[1] or "num_hidden_layers", f"{L} layers", f"at most {MAX_LAYERS}")
     V = cfg.int("vocab_size", family=model_type)
     spec.dim("d", d, cfg.name("hidden_size"))
     spec.dim("L", L, cfg.name("num_hidden_layers"))
     spec.dim("V", V, cfg.name("vocab_size"))
-    tied = cfg.flag("tie_word_embeddings") if cfg.has("tie_word_embeddings") else fam.tied
+    if fam.tie_rule is not None:    # a family whose model ties (or not) whatever tie_word_embeddings says
+        tied = cfg.rule_flag(fam.tie_rule)
+    else:
+        tied = cfg.flag("tie_word_embeddings") if cfg.has("tie_word_embeddings") else fam.tied
     if wrapper:
         spec.notes.append(f"The config is a {wrapper} wrapper; its text model (text_config, model_type "
                           f"{model_type}) is imported. The wrapper's other towers (vision, audio) and their "
@@ -435,6 +449,30 @@ def _model_config(path: str) -> str:
     return str(p)
 
 
+def _rule_text(cfg: Config, rule) -> str:
+    """Where a rule's value comes from, for the dimension's comment."""
+    if isinstance(rule, str):
+        return cfg.name(rule)
+    if not isinstance(rule, dict):
+        return "the family's rule"
+    if "field" in rule:
+        key = rule["field"] if isinstance(rule["field"], str) else cfg.rule(rule)[1]
+        if cfg.has(key):
+            return cfg.name(key) + (f" + {rule['plus']}" if "plus" in rule else "")
+        if "default_times_hidden" in rule:
+            return f"{cfg.name(key)} (absent: {rule['default_times_hidden']} × hidden_size)"
+        return f"{cfg.name(key)} (absent: {rule.get('default')})"
+    if "times_hidden" in rule:
+        return f"{cfg.name(rule['times_hidden'])} × {cfg.name('hidden_size')}"
+    if "product" in rule:
+        return " × ".join(cfg.name(k) for k in rule["product"])
+    if "auto_ffn" in rule:
+        return f"{cfg.name(rule['auto_ffn']['size'])} (Llama FFN sizing: {', '.join(rule['auto_ffn'].values())})"
+    if "length" in rule:
+        return f"the length of {cfg.name(rule['length'])}"
+    return "the family's rule"
+
+
 def _description(model_type, tied, spec, L, d, V) -> str:
     parts = [f"{model_type} decoder imported from its Hugging Face configuration:",
              f"{L} layers of width {d},"] + spec.summary
@@ -505,6 +543,8 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
         items.append(("attn_softcap", 1, f"{fam.attn_softcap} = {cfg.get(fam.attn_softcap)}"))
     if fam.sinks:
         items.append(("sinks", 1, "one learned attention-sink logit per head"))
+    if fam.q_gate:
+        items.append(("q_gate", 1, "an output gate from a second half of the Q projection"))
     sliding, window = _window_layers(cfg, fam, L, model_type)
     if window is None:
         return None
@@ -594,22 +634,73 @@ def _ffn_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> list:
     return ["moe"] * L
 
 
-def _declared_mixer(cfg: Config, mixer: dict, model_type: str, spec: _Spec, items: list, stores: dict,
-                    options: dict):
+def _declared_mixer(cfg: Config, fam: Family, mixer: dict, model_type: str, spec: _Spec, items: list,
+                    stores: dict, options: dict):
     """A mixer declared in families.yaml `mixers:` (a layer template): its dimensions
-    read by rules, its block bindings, stores and options, copied as declared."""
+    read by rules (a family's mixer_dims replace some), its switches (flags: a block
+    parameter set to 1 when the rule is true), its block bindings, stores and options."""
     values = {}
-    for dim, rule in mixer.get("dims", {}).items():
+    for dim, rule in {**mixer.get("dims", {}), **fam.mixer_dims}.items():
         value = cfg.rule_int(rule, minimum=0, family=model_type)
         values[dim] = value
-        _, source = cfg.rule(rule)
-        spec.dim(dim, value, cfg.name(source) if source else "the family's constant")
+        spec.dim(dim, value, _rule_text(cfg, rule))
     for key, value in mixer.get("with", {}).items():
         items.append((key, value, ""))
+    for key, rule in mixer.get("flags", {}).items():
+        items.append((key, 1 if cfg.rule_flag(rule) else 0, ""))
     for name, store in mixer.get("stores", {}).items():
         stores[name] = dict(store)
     options.update(mixer.get("options", {}))
     spec.summary.append(mixer["summary"].format(**values) + ",")
+
+
+BUILTIN_CODES = {"attention": 1, "mamba": 0}
+SET_NAMES = {"attention": "attn_layers"}
+
+
+def _layer_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> tuple[list, list]:
+    """The mixer of each layer, and each layer's FFN kind where the layer list fixes it
+    (None: the family's FFN rule decides). `layers:` forms (families.yaml):
+      {types: FIELD, map: {NAME: {mixer, ffn}}}      a per-layer list of names, or a string
+                                                      of one character per layer
+      {list: FIELD, listed: {mixer}, others: {mixer}} the listed layer indices
+      {every: FIELD, listed: {mixer}, others: {mixer}} layers i with (i + 1) % every == 0
+    each with `default: {mixer}` for a config that omits the field."""
+    rule = fam.layers
+    if fam.mixer == "hybrid":
+        attn = set(_placement(cfg, fam.attn_layers, L, model_type))
+        return ["attention" if i in attn else "mamba" for i in range(L)], [None] * L
+    if rule is None:
+        return [fam.mixer] * L, [None] * L
+    entries = None
+    if "types" in rule and cfg.has(rule["types"]):
+        key = rule["types"]
+        values = cfg.get(key)
+        names = list(values) if isinstance(values, str) else values
+        if not isinstance(names, list) or len(names) != L:
+            raise cfg.error(key, f"'{cfg.name(key)}' must give one layer type per layer ({L})",
+                            f"a list of {L} names or a string of {L} characters")
+        for name in names:
+            if not isinstance(name, str) or name not in rule["map"]:
+                raise cfg.error(key, f"unknown layer type {json.dumps(name)} in '{cfg.name(key)}' for model_type "
+                                f"{model_type}", " or ".join(sorted(rule["map"])))
+        entries = [rule["map"][name] for name in names]
+    elif "list" in rule and cfg.has(rule["list"]):
+        key = rule["list"]
+        values = cfg.get(key)
+        if not isinstance(values, list) or not all(type(i) is int and 0 <= i < L for i in values):
+            raise cfg.error(key, f"'{cfg.name(key)}' must list layer indices below {L}", "a JSON list")
+        entries = [rule["listed"] if i in values else rule["others"] for i in range(L)]
+    elif "every" in rule and cfg.has(rule["every"]):
+        every = cfg.int(rule["every"], family=model_type, maximum=MAX_LAYERS)
+        entries = [rule["listed"] if (i + 1) % every == 0 else rule["others"] for i in range(L)]
+    else:
+        entries = [rule.get("default", {"mixer": fam.mixer})] * L
+    return [e.get("mixer", fam.mixer) for e in entries], [e.get("ffn") for e in entries]
+
+
+def _mixer_code(kind: str):
+    return BUILTIN_CODES[kind] if kind in BUILTIN_CODES else MIXERS[kind]["code"]
 
 
 def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int):
@@ -617,29 +708,36 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
     sets: ([stack segment], {store: declaration}, {option: declaration})."""
     items = [("d", "d", "")]
     state, stores, options = [], {}, {}
-    attn_set = None
-    declared = MIXERS.get(fam.mixer)
-    if fam.mixer == "hybrid":
-        attn = _placement(cfg, fam.attn_layers, L, model_type)
-        spec.sets.append(("attn_layers", _layer_set(attn) if attn else "none",
-                          f"attention layers ({fam.attn_layers['period']}, {fam.attn_layers['offset']})"))
-        attn_set = "layer in attn_layers"
-    has_attn = fam.mixer in ("attention", "hybrid")
-    has_mamba = fam.mixer in ("mamba", "hybrid")
+    mixers, fixed_ffn = _layer_kinds(cfg, fam, model_type, L)
+    present = list(dict.fromkeys(mixers))
+    when = {}                   # mixer kind -> the condition of its layers (none when every layer has it)
+    if len(present) > 1:
+        for kind in present:
+            name = SET_NAMES.get(kind, f"{kind}_layers")
+            layers = [i for i, m in enumerate(mixers) if m == kind]
+            spec.sets.append((name, _layer_set(layers), f"layers whose mixer is {kind}"))
+            when[kind] = f"layer in {name}"
+        expr = str(_mixer_code(present[-1]))
+        for kind in reversed(present[:-1]):
+            expr = f"if({when[kind]}, {_mixer_code(kind)}, {expr})"
+        items.append(("mixer", expr, "each layer's mixer"))
+    elif present[0] != "attention":
+        items.append(("mixer", _mixer_code(present[0]), f"every layer's mixer is {present[0]}"))
+    has_attn = "attention" in present
+    has_mamba = "mamba" in present
     window = None
     if has_attn:
         window = _attention_dims(cfg, fam, model_type, spec, d, L, items)
         dims = {n: v for n, v, _ in spec.dims}
         spec.summary.append(f"grouped-query attention ({dims['n_q']} query / {dims['n_kv']} KV heads "
-                            f"of {dims['d_h']}){' in the attention layers' if has_mamba else ''},")
+                            f"of {dims['d_h']}){' in the attention layers' if len(present) > 1 else ''},")
     if has_mamba:
         _ssm_dims(cfg, fam, model_type, spec, d, items)
-        if attn_set:
-            items.append(("mixer", f"if({attn_set}, 1, 0)", "attention layers; the others are Mamba layers"))
-        else:
-            items.append(("mixer", 0, "every layer is a Mamba layer"))
-    if declared is not None:
-        _declared_mixer(cfg, declared, model_type, spec, items, stores, options)
+    for kind in present:
+        if kind in MIXERS:
+            _declared_mixer(cfg, fam, MIXERS[kind], model_type, spec, items, stores, options)
+            for decl in MIXERS[kind].get("state", []):
+                state.append(dict(decl, **({"when": when[kind]} if kind in when else {})))
 
     # norms and residuals
     if fam.norm == "layernorm":
@@ -659,8 +757,8 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         if norms == 2:
             items.append(("parallel_norms", 2, "the FFN has its own norm"))
 
-    # feed-forward
-    kinds = _ffn_kinds(cfg, fam, model_type, L)
+    # feed-forward: the layer list's kind where it fixes one, else the family's rule
+    kinds = [fixed or rule for fixed, rule in zip(fixed_ffn, _ffn_kinds(cfg, fam, model_type, L))]
     if "moe" in kinds:
         E = cfg.int(fam.experts_field, family=model_type)
         k = cfg.int("num_experts_per_tok", cfg.get("experts_per_token"), family=model_type)
@@ -672,19 +770,19 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         spec.dim("f_e", f_e, cfg.name(fam.expert_width_field))
     if "dense" in kinds:
         f = cfg.rule_int(fam.ffn_width, family=model_type)
-        source = fam.ffn_width if isinstance(fam.ffn_width, str) else fam.ffn_width.get("field")
-        if isinstance(fam.ffn_width, dict) and "times_hidden" in fam.ffn_width:
-            source = f"{fam.ffn_width['times_hidden']} × {cfg.name('hidden_size')}"
-        elif isinstance(fam.ffn_width, dict) and not cfg.has(source):
-            source = f"{source} (absent: {fam.ffn_width['default_times_hidden']} × hidden_size)"
-        spec.dim("f", f, cfg.name(source) + (" (dense layers)" if "moe" in kinds else ""))
-        items.append(("f", "f", ""))
+        spec.dim("f", f, _rule_text(cfg, fam.ffn_width) + (" (dense layers)" if "moe" in kinds else ""))
+        if "none" in kinds:
+            dense_layers = [i for i, kd in enumerate(kinds) if kd == "dense"]
+            spec.sets.append(("dense_layers", _layer_set(dense_layers), "layers with a dense FFN"))
+            items.append(("f", "if(layer in dense_layers, f, 0)", "the other layers have none"))
+        else:
+            items.append(("f", "f", ""))
         if fam.mlp == "plain":
             items.append(("glu", 0, "plain MLP: up, activation, down"))
         if cfg.rule_flag(fam.mlp_bias):
             items.append(("mlp_bias", 1, "biases on the MLP matrices"))
     if "moe" in kinds:
-        if "dense" in kinds:
+        if "dense" in kinds or "none" in kinds:
             moe_layers = [i for i, kd in enumerate(kinds) if kd == "moe"]
             spec.sets.append(("moe_layers", _layer_set(moe_layers), "layers with a mixture-of-experts FFN"))
             items.append(("E", "if(layer in moe_layers, E, 0)", "the other layers are dense"))
@@ -708,6 +806,8 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             items.append(("router_bias", 1, "the router's E-entry bias"))
         if fam.expert_bias:
             items.append(("expert_bias", 1, "per-expert biases on gate/up and down"))
+        if not fam.expert_glu:
+            items.append(("expert_glu", 0, "two-matrix experts (up, activation, down)"))
     dims = {n: v for n, v, _ in spec.dims}
     if "moe" in kinds:
         spec.summary.append(f"MoE of {dims['E']} experts of {dims['f_e']} (top-{dims['k']})"
@@ -722,13 +822,12 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
     segment = {"name": "layers", "layers": "0..L-1", "block": "hf_decoder_layer",
                "with": {key: value for key, value, _ in items}}
     entries = "min(H, window)" if window else "H"
-    when = {"when": attn_set} if attn_set else {}
     if has_attn:
-        state.append({"store": "kv", "entries": entries, **when})
+        state.append({"store": "kv", "entries": entries, **({"when": when["attention"]} if "attention" in when else {})})
         stores["kv"] = {"tags": ["kv"], "doc": "K and V of an attention layer, n_kv heads of d_h, per cached token",
                         "bytes": "2*n_kv*d_h*ELT", "shard": "n_kv"}
     if has_mamba:
-        mwhen = {"when": f"not ({attn_set})"} if attn_set else {}
+        mwhen = {"when": when["mamba"]} if "mamba" in when else {}
         state += [{"store": "conv_state", "entries": 1, **mwhen}, {"store": "ssm_state", "entries": 1, **mwhen}]
         stores["conv_state"] = {"tags": ["ssm"], "doc": "short-convolution buffer of a Mamba layer (d_conv − 1 "
                                 "inputs over d_in channels)", "bytes": "(d_conv - 1)*d_in*ELT"}
