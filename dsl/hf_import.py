@@ -50,6 +50,12 @@ class Family:
     tie_rule: object = None
     mixer_dims: dict = field(default_factory=dict)
     q_gate: bool = False
+    head_gate: bool = False
+    attn_sub_norm: bool = False
+    ffn_sub_norm: bool = False
+    attn_extra: object = 0
+    layer_scalars: int = 0
+    act_scalars: int = 0
     expert_glu: bool = True
     fields: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
@@ -545,6 +551,12 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
         items.append(("sinks", 1, "one learned attention-sink logit per head"))
     if fam.q_gate:
         items.append(("q_gate", 1, "an output gate from a second half of the Q projection"))
+    if fam.head_gate:
+        items.append(("head_gate", 1, "a per-head output gate d→n_q"))
+    if fam.attn_sub_norm:
+        items.append(("attn_sub_norm", 1, "a norm over the attention output before O"))
+    if fam.attn_extra:
+        items.append(("attn_extra", fam.attn_extra, "learned scalars inside the attention"))
     sliding, window = _window_layers(cfg, fam, L, model_type)
     if window is None:
         return None
@@ -740,6 +752,12 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
                 state.append(dict(decl, **({"when": when[kind]} if kind in when else {})))
 
     # norms and residuals
+    if fam.ffn_sub_norm:
+        items.append(("ffn_sub_norm", 1, "a norm over the FFN's hidden width before down"))
+    if fam.act_scalars:
+        items.append(("act_scalars", fam.act_scalars, "the learned activation's stored scalars"))
+    if fam.layer_scalars:
+        items.append(("scalars", fam.layer_scalars, "stored per-layer output scalars"))
     if fam.norm == "layernorm":
         items.append(("norm_bias", 1, "LayerNorms with bias"))
     if fam.norm == "none":
