@@ -205,7 +205,10 @@ class Config:
                 return rule["default_times_hidden"] * self.int("hidden_size"), key
             return rule.get("default", default), key
         for case in rule:
-            if "if" not in case or self.flag(case["if"]):
+            if "if_set" in case:          # the case applies when the field is present (not null)
+                if self.get(case["if_set"]) is not None:
+                    return self.rule(case["value"], default)
+            elif "if" not in case or self.flag(case["if"]):
                 return self.rule(case["value"], default)
         return default, None
 

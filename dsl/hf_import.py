@@ -245,9 +245,10 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
     if types is not None and fam.window in ("layer_types_or_max_window", "layer_types", "layer_types_or_period"):
         if not isinstance(types, list) or len(types) != L:
             raise cfg.error("layer_types", f"layer_types must list one type per layer ({L})", f"{L} entries")
+        known = LAYER_TYPES | set((fam.layers or {}).get("map", {}))    # a hybrid's other layer kinds
         for t in types:
-            if t not in LAYER_TYPES:
-                raise cfg.error("layer_types", f"unknown layer type '{t}'", " or ".join(sorted(LAYER_TYPES)))
+            if t not in known:
+                raise cfg.error("layer_types", f"unknown layer type '{t}'", " or ".join(sorted(known)))
         return [i for i, t in enumerate(types) if t == "sliding_attention"], window
     if fam.window == "layer_types_or_max_window":
         first = cfg.int("max_window_layers", 0, minimum=0, maximum=MAX_LAYERS)
@@ -735,7 +736,7 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         items.append(("mixer", expr, "each layer's mixer"))
     elif present[0] != "attention":
         items.append(("mixer", _mixer_code(present[0]), f"every layer's mixer is {present[0]}"))
-    has_attn = "attention" in present
+    has_attn = any(k == "attention" or MIXERS.get(k, {}).get("attention") for k in present)
     has_mamba = "mamba" in present
     window = None
     if has_attn:
@@ -841,7 +842,9 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
                "with": {key: value for key, value, _ in items}}
     entries = "min(H, window)" if window else "H"
     if has_attn:
-        state.append({"store": "kv", "entries": entries, **({"when": when["attention"]} if "attention" in when else {})})
+        attn_kinds = [k for k in present if k == "attention" or MIXERS.get(k, {}).get("attention")]
+        conds = [when[k] for k in attn_kinds if k in when]
+        state.append({"store": "kv", "entries": entries, **({"when": " or ".join(conds)} if conds else {})})
         stores["kv"] = {"tags": ["kv"], "doc": "K and V of an attention layer, n_kv heads of d_h, per cached token",
                         "bytes": "2*n_kv*d_h*ELT", "shard": "n_kv"}
     if has_mamba:
