@@ -56,6 +56,8 @@ class Family:
     attn_extra: object = 0
     layer_scalars: int = 0
     act_scalars: int = 0
+    per_layer_config: str | None = None
+    per_layer_inputs: dict | None = None
     expert_glu: bool = True
     fields: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
@@ -168,6 +170,7 @@ FAMILIES: dict[str, Family] = _load_families()
 @dataclass
 class _Spec:
     dims: list = field(default_factory=list)        # (name, value, comment)
+    head_dims: list = field(default_factory=list)   # (dimension, layer condition) of other head widths
     sets: list = field(default_factory=list)        # (name, text, comment)
     notes: list = field(default_factory=list)
     summary: list = field(default_factory=list)     # description phrases
@@ -398,6 +401,13 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
     embed = {"V": "V", "d": "d"} | ({"positions": "n_pos"} if positions else {})
     if fam.embed_norm:
         embed |= {"norm": 1, "norm_bias": 1 if fam.norm == "layernorm" else 0}
+    if fam.per_layer_inputs and cfg.has(fam.per_layer_inputs["width"]):
+        pl = fam.per_layer_inputs
+        spec.dim("pl_width", cfg.int(pl["width"]), cfg.name(pl["width"]))
+        spec.dim("pl_vocab", cfg.int(pl["vocab"]), cfg.name(pl["vocab"]))
+        embed |= {"pl_vocab": "pl_vocab", "pl_width": "pl_width", "layers": "L"}
+        segments[0]["with"]["pl_width"] = "pl_width"
+        doc["dims"] = {n: v for n, v, _ in spec.dims}
     doc["stack"] = ([{"name": "embed", "block": "hf_embedding", "with": embed}] + segments
                     + [{"name": "head", "block": "hf_lm_head", "with": head}])
     if quant is None and cfg.has("quantization_config"):
@@ -521,7 +531,37 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
             spec.notes.append(f"hidden_size {d} is not divisible by {n_q} heads and the config has no head_dim: "
                               f"transformers' head_dim is the floor, {d_h}.")
         spec.dim("d_h", d_h, "hidden_size / num_attention_heads (no head_dim field)")
-    items += [("n_q", "n_q", ""), ("n_kv", "n_kv", ""), ("d_h", "d_h", "")]
+    items += [("n_q", "n_q", ""), ("n_kv", "n_kv", "")]
+    # per-layer head widths (Gemma-4's per_layer_config: {"05": {"head_dim": 512}, ...})
+    spec.head_dims = []
+    if fam.per_layer_config and cfg.has(fam.per_layer_config):
+        key = fam.per_layer_config
+        table = cfg.get(key)
+        if not isinstance(table, dict):
+            raise cfg.error(key, f"'{key}' must map layer indices to field overrides", '{"05": {"head_dim": 512}}')
+        widths = {}
+        for index, over in table.items():
+            if not (isinstance(index, str) and index.isdigit() and int(index) < L and isinstance(over, dict)):
+                raise cfg.error(key, f"'{key}' has an entry {json.dumps(index)} that is not a layer index below {L}",
+                                "layer indices as strings")
+            unknown = set(over) - {"head_dim"}
+            if unknown:
+                raise cfg.error(key, f"'{key}' overrides {sorted(unknown)} in layer {index}; the blocks model a "
+                                "per-layer head_dim only", "head_dim overrides")
+            value = over.get("head_dim", d_h)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise cfg.error(key, f"layer {index}'s head_dim must be a positive integer", "an integer")
+            if value != d_h:
+                widths.setdefault(value, []).append(int(index))
+        binding = "d_h"
+        for j, (value, layers) in enumerate(sorted(widths.items()), start=2):
+            spec.dim(f"d_h{j}", value, f"{key} head_dim (layers {_layer_set(sorted(layers))})")
+            spec.sets.append((f"head_dim{j}_layers", _layer_set(sorted(layers)), f"layers whose head_dim is {value}"))
+            spec.head_dims.append((f"d_h{j}", f"layer in head_dim{j}_layers"))
+            binding = f"if(layer in head_dim{j}_layers, d_h{j}, {binding})"
+        items.append(("d_h", binding, ""))
+    else:
+        items.append(("d_h", "d_h", ""))
     # partial rotary: HF rotates int(fraction · head_dim) features of each head
     fraction, rot_field = cfg.rule(fam.rotary, 1)
     if rot_field is not None:
@@ -844,9 +884,17 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
     if has_attn:
         attn_kinds = [k for k in present if k == "attention" or MIXERS.get(k, {}).get("attention")]
         conds = [when[k] for k in attn_kinds if k in when]
-        state.append({"store": "kv", "entries": entries, **({"when": " or ".join(conds)} if conds else {})})
+        attn_when = " or ".join(conds)
+        others = [cond for _, cond in spec.head_dims]
+        base_when = " and ".join(([f"({attn_when})"] if attn_when else []) + [f"not ({c})" for c in others])
+        state.append({"store": "kv", "entries": entries, **({"when": base_when} if base_when else {})})
         stores["kv"] = {"tags": ["kv"], "doc": "K and V of an attention layer, n_kv heads of d_h, per cached token",
                         "bytes": "2*n_kv*d_h*ELT", "shard": "n_kv"}
+        for j, (dim, cond) in enumerate(spec.head_dims, start=2):
+            when_j = f"({attn_when}) and {cond}" if attn_when else cond
+            state.append({"store": f"kv{j}", "entries": entries, "when": when_j})
+            stores[f"kv{j}"] = {"tags": ["kv"], "doc": f"K and V of the attention layers whose heads are {dim} wide",
+                                "bytes": f"2*n_kv*{dim}*ELT", "shard": "n_kv"}
     if has_mamba:
         mwhen = {"when": when["mamba"]} if "mamba" in when else {}
         state += [{"store": "conv_state", "entries": 1, **mwhen}, {"store": "ssm_state", "entries": 1, **mwhen}]
