@@ -218,8 +218,8 @@ def _check_common(cfg: Config, fam: Family, model_type: str):
     for key, value in fam.requires.items():
         if cfg.get(key, value) != value:
             raise cfg.error(key, f"{key} other than {json.dumps(value)} is not supported for model_type "
-                            f"{model_type} (transformers' model of this family ignores it, so the layers it "
-                            "would change cannot be told)", json.dumps(value))
+                            f"{model_type} (specs/hf/families.yaml models this family only with {key} = "
+                            f"{json.dumps(value)})", json.dumps(value))
     if cfg.has("tie_word_embeddings"):
         cfg.flag("tie_word_embeddings")
 

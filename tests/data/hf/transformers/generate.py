@@ -63,6 +63,11 @@ FIXES = {
 }
 
 
+# Wrapper types people download that are not in the causal-LM mapping (image-text-to-text
+# checkpoints whose text model is one): imported as their text_config.
+WRAPPERS = ["mistral3"]
+
+
 def _merged(base: dict, fix: dict) -> dict:
     """`base` with `fix` laid over it (nested objects merged)."""
     out = dict(base)
@@ -117,7 +122,7 @@ def main() -> int:
     old = HERE / "expected.json"
     if only and old.exists():
         expected = json.loads(old.read_text())
-    for mtype in sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES):
+    for mtype in sorted(set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) | set(WRAPPERS)):
         if mtype in set_aside or (only and mtype not in only):
             continue
         try:
