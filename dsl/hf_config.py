@@ -199,6 +199,8 @@ class Config:
                 key = next((k for k in key if self.get(k) is not None), key[0])
             if self.get(key) is not None:
                 return self.get(key), key
+            if "divide" in rule and self.get(key) is not None:    # RecurrentGemma's MLP: intermediate_size // 2
+                return self.int(key) // rule["divide"], key
             if "plus" in rule:            # OPT's position table: max_position_embeddings + 2
                 return self.int(key) + rule["plus"] if self.get(key) is not None else rule.get("default", default), key
             if "default_times_hidden" in rule:
@@ -244,6 +246,8 @@ class Config:
         value, key = self.rule(rule, default)
         if key is not None and self.get(key) is not None:
             base = self.int(key, minimum=minimum, family=family)
+            if isinstance(rule, dict) and "divide" in rule:
+                return base // rule["divide"]
             return base + rule["plus"] if isinstance(rule, dict) and "plus" in rule else base
         if value is None:
             raise SpecError(f"config has no '{key}' (model_type {family} needs it)", Loc(self.path, 1, 1),

@@ -57,6 +57,8 @@ class Family:
     layer_scalars: int = 0
     act_scalars: int = 0
     per_layer_config: str | None = None
+    layer_bindings: dict = field(default_factory=dict)
+    moe_out_bias: bool = False
     per_layer_inputs: dict | None = None
     expert_glu: bool = True
     fields: dict = field(default_factory=dict)
@@ -738,6 +740,13 @@ def _layer_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> tuple[lis
                 raise cfg.error(key, f"unknown layer type {json.dumps(name)} in '{cfg.name(key)}' for model_type "
                                 f"{model_type}", " or ".join(sorted(rule["map"])))
         entries = [rule["map"][name] for name in names]
+    elif "cycle" in rule and cfg.has(rule["cycle"]):      # a pattern repeated over the layers
+        key = rule["cycle"]
+        names = cfg.get(key)
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n in rule["map"] for n in names):
+            raise cfg.error(key, f"'{cfg.name(key)}' must list layer types that repeat over the layers",
+                            " or ".join(sorted(rule["map"])))
+        entries = [rule["map"][names[i % len(names)]] for i in range(L)]
     elif "list" in rule and cfg.has(rule["list"]):
         key = rule["list"]
         values = cfg.get(key)
@@ -792,6 +801,8 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             for decl in MIXERS[kind].get("state", []):
                 state.append(dict(decl, **({"when": when[kind]} if kind in when else {})))
 
+    for key, value in fam.layer_bindings.items():     # per-layer switches the family states as expressions
+        items.append((key, value, "the family's per-layer rule"))
     # norms and residuals
     if fam.ffn_sub_norm:
         items.append(("ffn_sub_norm", 1, "a norm over the FFN's hidden width before down"))
@@ -865,6 +876,8 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             items.append(("router_bias", 1, "the router's E-entry bias"))
         if fam.expert_bias:
             items.append(("expert_bias", 1, "per-expert biases on gate/up and down"))
+        if fam.moe_out_bias:
+            items.append(("moe_out_bias", 1, "one output bias on the MoE block"))
         if not fam.expert_glu:
             items.append(("expert_glu", 0, "two-matrix experts (up, activation, down)"))
     dims = {n: v for n, v, _ in spec.dims}
