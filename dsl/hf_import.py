@@ -59,6 +59,7 @@ class Family:
     per_layer_config: str | None = None
     layer_bindings: dict = field(default_factory=dict)
     moe_out_bias: bool = False
+    head_dense: bool = False
     per_layer_inputs: dict | None = None
     expert_glu: bool = True
     fields: dict = field(default_factory=dict)
@@ -392,6 +393,8 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
         head["norm_weight"] = 0
     if not fam.final_norm:
         head["norm"] = 0
+    if fam.head_dense:
+        head["dense"] = 1
     if tied:
         head["tied"] = 1
     if cfg.rule_flag(fam.head_bias):
