@@ -788,10 +788,13 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         items.append(("mixer", expr, "each layer's mixer"))
     elif present[0] != "attention":
         items.append(("mixer", _mixer_code(present[0]), f"every layer's mixer is {present[0]}"))
+    # kinds that cache K/V (attention, or a declared mixer with `attention: true`), and kinds
+    # that only read the attention's dimensions (`attention_dims: true`: MiniMax's lightning layers)
     has_attn = any(k == "attention" or MIXERS.get(k, {}).get("attention") for k in present)
+    needs_dims = has_attn or any(MIXERS.get(k, {}).get("attention_dims") for k in present)
     has_mamba = "mamba" in present
     window = None
-    if has_attn:
+    if needs_dims:
         window = _attention_dims(cfg, fam, model_type, spec, d, L, items)
         dims = {n: v for n, v, _ in spec.dims}
         spec.summary.append(f"grouped-query attention ({dims['n_q']} query / {dims['n_kv']} KV heads "

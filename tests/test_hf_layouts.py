@@ -118,7 +118,14 @@ def kimi_linear(c, H):
     return full * mla * H + c["layer_types"].count("linear_attention") * kda, full * mla
 
 
-CASES = {"llama": llama, "mistral": mistral, "gpt_neo": gpt_neo, "gemma4_text": gemma4_text, "llama4": llama4,
+def minimax(c, H):
+    d_h = c["hidden_size"] // c["num_attention_heads"]
+    lightning = E * c["num_attention_heads"] * d_h * d_h       # one d_h × d_h state per head
+    full = c["layer_types"].count("full_attention")
+    return full * _kv(c) * H + c["layer_types"].count("linear_attention") * lightning, full * _kv(c)
+
+
+CASES = {"minimax": minimax, "llama": llama, "mistral": mistral, "gpt_neo": gpt_neo, "gemma4_text": gemma4_text, "llama4": llama4,
          "qwen3_next": qwen3_next, "nemotron_h": nemotron_h, "falcon_h1": falcon_h1, "mamba2": mamba2,
          "lfm2_moe": lfm2_moe, "deepseek_v32": deepseek_v32, "kimi_linear": kimi_linear}
 

@@ -39,7 +39,7 @@ NAMED = ["qwen3_next", "qwen3_5", "qwen3_5_moe", "llama4", "glm4", "glm4_moe", "
          "flex_olmo", "smollm3", "exaone", "exaone4", "cohere2", "phimoe", "dbrx", "hunyuan_v1_dense",
          "hunyuan_v1_moe", "ernie4_5", "ernie4_5_moe", "kimi_linear", "bamba", "falcon_h1", "mamba2", "internlm3",
          "seed_oss", "bloom", "mpt", "opt", "gptj", "gpt_neo", "gpt_bigcode", "codegen", "persimmon", "minicpm3",
-         "helium", "apertus", "arcee", "recurrent_gemma", "jetmoe", "lfm3"]
+         "helium", "apertus", "arcee", "recurrent_gemma", "jetmoe", "lfm3", "minimax"]
 
 
 def corpus() -> list[tuple[str, str]]:
