@@ -219,6 +219,13 @@ def _check_common(cfg: Config, fam: Family, model_type: str):
             raise cfg.error(key, f"'{key}: true' is not supported for model_type {model_type} "
                             "(the library blocks for this family have no such parameters)", "false or absent")
     for key, value in fam.requires.items():
+        if isinstance(value, str) and value.startswith("="):      # equal to another field (OPT's projection width)
+            other = value[1:]
+            if cfg.has(key) and cfg.get(key) != cfg.get(other):
+                raise cfg.error(key, f"{key} other than {other} is not supported for model_type {model_type} "
+                                f"(the blocks have no projection between {key} and {other})",
+                                f"{key} = {other} ({cfg.get(other)})")
+            continue
         if cfg.get(key, value) != value:
             raise cfg.error(key, f"{key} other than {json.dumps(value)} is not supported for model_type "
                             f"{model_type} (specs/hf/families.yaml models this family only with {key} = "
