@@ -2,7 +2,7 @@
 
 The file is decoded as UTF-8 and parsed with `json` (never evaluated); nesting
 deeper than the json_depth limit (dsl/limits.py) is refused before parsing (json would recurse). Fields are
-read through the family's attribute map (`fields`, e.g. GPT-2's n_embd for
+read through the family's attribute map (`fields`, e.g. n_embd for
 hidden_size) and its class defaults (`defaults`, what transformers assumes when a
 config omits a field). Every problem is a SpecError located in config.json.
 """
@@ -107,7 +107,7 @@ class Config:
     def name(self, key: str) -> str:
         """The config field a canonical name is read from: the name itself when the
         config has it, else the first of the family's spellings of it that the config
-        has (GPT-2: hidden_size → n_embd; transformers 5: num_experts → num_local_experts)."""
+        has (hidden_size → n_embd; transformers 5: num_experts → num_local_experts)."""
         if self._raw(key) is not None or key not in self.aliases:
             return key
         names = self.aliases[key]
@@ -177,20 +177,20 @@ class Config:
             return rule, None
         if isinstance(rule, str):
             return self.get(rule, default), rule
-        if isinstance(rule, dict) and "length" in rule:            # Nemotron-H: one entry per layer
+        if isinstance(rule, dict) and "length" in rule:            # a per-layer list's length
             key = rule["length"]
             value = self.get(key)
             if not isinstance(value, (list, str)) or not value:
                 raise self.error(key, f"'{self.name(key)}' must list the layers", "a non-empty list or string")
             return len(value), None
-        if isinstance(rule, dict) and "auto_ffn" in rule:          # LFM2: Llama's original FFN sizing
+        if isinstance(rule, dict) and "auto_ffn" in rule:          # the ⅔·size FFN sizing rule
             return self._auto_ffn(rule["auto_ffn"]), None
-        if isinstance(rule, dict) and "product" in rule:           # Nemotron-H: heads × head width
+        if isinstance(rule, dict) and "product" in rule:           # e.g. heads × head width
             value = 1
             for key in rule["product"]:
                 value *= self.int(key)
             return value, None
-        if isinstance(rule, dict) and "times_hidden" in rule:      # MPT: expansion_ratio × d_model
+        if isinstance(rule, dict) and "times_hidden" in rule:      # e.g. expansion_ratio × d_model
             key = rule["times_hidden"]
             return self.int(key) * self.int("hidden_size"), None
         if isinstance(rule, dict):
@@ -199,9 +199,9 @@ class Config:
                 key = next((k for k in key if self.get(k) is not None), key[0])
             if self.get(key) is not None:
                 return self.get(key), key
-            if "divide" in rule and self.get(key) is not None:    # RecurrentGemma's MLP: intermediate_size // 2
+            if "divide" in rule and self.get(key) is not None:    # e.g. intermediate_size // 2
                 return self.int(key) // rule["divide"], key
-            if "plus" in rule:            # OPT's position table: max_position_embeddings + 2
+            if "plus" in rule:            # e.g. a position table of max_position_embeddings + 2
                 return self.int(key) + rule["plus"] if self.get(key) is not None else rule.get("default", default), key
             if "default_times_hidden" in rule:
                 return rule["default_times_hidden"] * self.int("hidden_size"), key
@@ -215,7 +215,7 @@ class Config:
         return default, None
 
     def _auto_ffn(self, r: dict) -> int:
-        """Meta's Llama FFN sizing: f = ⌊2·size/3⌋ when `auto` is set, then ⌊multiplier·f⌋
+        """The ⅔·size FFN sizing rule: f = ⌊2·size/3⌋ when `auto` is set, then ⌊multiplier·f⌋
         rounded up to a multiple of `multiple_of` when a multiplier is given (exact:
         the multiplier's binary value as a Fraction)."""
         from fractions import Fraction

@@ -34,7 +34,7 @@ LIB_IMPORTS = ("lib/core.yaml", "lib/hf_families.yaml")
 LAYER_TYPES = {"full_attention", "sliding_attention"}
 WINDOW_MODES = {"none", "all", "all_if_enabled", "layer_types", "layer_types_or_max_window", "layer_types_or_period"}
 FFN_MODES = {"dense", "moe", "none"}
-BUILTIN_MIXERS = {"attention", "mamba", "hybrid"}
+BUILTIN_MIXERS = {"attention", "selective_ssm", "attention_or_ssm"}
 NORMS = {"rms", "layernorm", "layernorm_nobias", "none"}
 NORM_LAYOUTS = {"pre", "pre_post", "post"}
 
@@ -219,7 +219,7 @@ def _check_common(cfg: Config, fam: Family, model_type: str):
             raise cfg.error(key, f"'{key}: true' is not supported for model_type {model_type} "
                             "(the library blocks for this family have no such parameters)", "false or absent")
     for key, value in fam.requires.items():
-        if isinstance(value, str) and value.startswith("="):      # equal to another field (OPT's projection width)
+        if isinstance(value, str) and value.startswith("="):      # equal to another field
             other = value[1:]
             if cfg.has(key) and cfg.get(key) != cfg.get(other):
                 raise cfg.error(key, f"{key} other than {other} is not supported for model_type {model_type} "
@@ -239,7 +239,7 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
     `layer_types` when the config lists them, else every layer, the layers from
     max_window_layers on when use_sliding_window is set, or all but every
     window_period-th layer; the family's mode says which)."""
-    if fam.window_types is not None:     # {field, sliding: [names], length: FIELD}: GPT-Neo's "local" layers
+    if fam.window_types is not None:     # {field, sliding: [names], length: FIELD}
         spec_types = fam.window_types
         types = cfg.get(spec_types["field"])
         if types is None:
@@ -276,7 +276,7 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
 
 # ------------------------------------------------------------------ import
 def _text_model(cfg: Config) -> str | None:
-    """Descend into a wrapper config's text model (gemma3, mistral3, llama4, ...):
+    """Descend into a wrapper config's text model (a multimodal checkpoint's text_config):
     the model_type of the wrapper, or None when the config is not a wrapper."""
     text = cfg.data.get("text_config")
     outer = cfg.data.get("model_type")
@@ -496,7 +496,7 @@ def _rule_text(cfg: Config, rule) -> str:
     if "product" in rule:
         return " × ".join(cfg.name(k) for k in rule["product"])
     if "auto_ffn" in rule:
-        return f"{cfg.name(rule['auto_ffn']['size'])} (Llama FFN sizing: {', '.join(rule['auto_ffn'].values())})"
+        return f"{cfg.name(rule['auto_ffn']['size'])} (⅔·size FFN sizing: {', '.join(rule['auto_ffn'].values())})"
     if "length" in rule:
         return f"the length of {cfg.name(rule['length'])}"
     return "the family's rule"
@@ -544,7 +544,7 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
                               f"transformers' head_dim is the floor, {d_h}.")
         spec.dim("d_h", d_h, "hidden_size / num_attention_heads (no head_dim field)")
     items += [("n_q", "n_q", ""), ("n_kv", "n_kv", "")]
-    # per-layer head widths (Gemma-4's per_layer_config: {"05": {"head_dim": 512}, ...})
+    # per-layer head widths (a per_layer_config: {"05": {"head_dim": 512}, ...})
     spec.head_dims = []
     if fam.per_layer_config and cfg.has(fam.per_layer_config):
         key = fam.per_layer_config
@@ -652,7 +652,7 @@ def _ssm_dims(cfg, fam, model_type, spec, d, items):
     if s.get("inner_norms"):
         items.append(("inner_norms", s["inner_norms"], "RMSNorms on Δ, B, C" +
                       (" (with weights)" if s["inner_norms"] == 1 else " (without weights)")))
-    spec.summary.append(f"Mamba-1 mixers (d_in {d_in}, state {N}, conv {d_conv}, dt rank {dt_rank}),")
+    spec.summary.append(f"selective-SSM mixers (d_in {d_in}, state {N}, conv {d_conv}, dt rank {dt_rank}),")
 
 
 def _ffn_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> list:
@@ -719,7 +719,7 @@ def _declared_mixer(cfg: Config, fam: Family, mixer: dict, model_type: str, spec
     spec.summary.append(mixer["summary"].format(**values) + ",")
 
 
-BUILTIN_CODES = {"attention": 1, "mamba": 0}
+BUILTIN_CODES = {"attention": 1, "selective_ssm": 0}
 SET_NAMES = {"attention": "attn_layers"}
 
 
@@ -732,9 +732,9 @@ def _layer_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> tuple[lis
       {every: FIELD, listed: {mixer}, others: {mixer}} layers i with (i + 1) % every == 0
     each with `default: {mixer}` for a config that omits the field."""
     rule = fam.layers
-    if fam.mixer == "hybrid":
+    if fam.mixer == "attention_or_ssm":
         attn = set(_placement(cfg, fam.attn_layers, L, model_type))
-        return ["attention" if i in attn else "mamba" for i in range(L)], [None] * L
+        return ["attention" if i in attn else "selective_ssm" for i in range(L)], [None] * L
     if rule is None:
         return [fam.mixer] * L, [None] * L
     entries = None
@@ -796,17 +796,17 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
     elif present[0] != "attention":
         items.append(("mixer", _mixer_code(present[0]), f"every layer's mixer is {present[0]}"))
     # kinds that cache K/V (attention, or a declared mixer with `attention: true`), and kinds
-    # that only read the attention's dimensions (`attention_dims: true`: MiniMax's lightning layers)
+    # that only read the attention's dimensions (`attention_dims: true`)
     has_attn = any(k == "attention" or MIXERS.get(k, {}).get("attention") for k in present)
     needs_dims = has_attn or any(MIXERS.get(k, {}).get("attention_dims") for k in present)
-    has_mamba = "mamba" in present
+    has_ssm = "selective_ssm" in present
     window = None
     if needs_dims:
         window = _attention_dims(cfg, fam, model_type, spec, d, L, items)
         dims = {n: v for n, v, _ in spec.dims}
         spec.summary.append(f"grouped-query attention ({dims['n_q']} query / {dims['n_kv']} KV heads "
                             f"of {dims['d_h']}){' in the attention layers' if len(present) > 1 else ''},")
-    if has_mamba:
+    if has_ssm:
         _ssm_dims(cfg, fam, model_type, spec, d, items)
     for kind in present:
         if kind in MIXERS:
@@ -921,12 +921,12 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             state.append({"store": f"kv{j}", "entries": entries, "when": when_j})
             stores[f"kv{j}"] = {"tags": ["kv"], "doc": f"K and V of the attention layers whose heads are {dim} wide",
                                 "bytes": f"2*n_kv*{dim}*ELT", "shard": "n_kv"}
-    if has_mamba:
-        mwhen = {"when": when["mamba"]} if "mamba" in when else {}
+    if has_ssm:
+        mwhen = {"when": when["selective_ssm"]} if "selective_ssm" in when else {}
         state += [{"store": "conv_state", "entries": 1, **mwhen}, {"store": "ssm_state", "entries": 1, **mwhen}]
-        stores["conv_state"] = {"tags": ["ssm"], "doc": "short-convolution buffer of a Mamba layer (d_conv − 1 "
+        stores["conv_state"] = {"tags": ["ssm"], "doc": "short-convolution buffer of a selective-SSM layer (d_conv − 1 "
                                 "inputs over d_in channels)", "bytes": "(d_conv - 1)*d_in*ELT"}
-        stores["ssm_state"] = {"tags": ["ssm"], "doc": "SSM state of a Mamba layer, d_in × N", "bytes": "d_in*N*ELT"}
+        stores["ssm_state"] = {"tags": ["ssm"], "doc": "SSM state of a selective-SSM layer, d_in × N", "bytes": "d_in*N*ELT"}
     if state:
         segment["state"] = state
         segment["reads"] = [dict(s) for s in state]

@@ -164,3 +164,27 @@ if __name__ == "__main__":      # the coverage table: python tests/test_hf_types
             print(f"{verdict:8} {mtype:28} {kind:8} {str(got)[:110]}  (want {want})")
     n_exact = sum(1 for v in res.values() if v[0] == "exact")
     print(f"configs exact {n_exact}/{len(res)}; types exact on every config {len(exact_types)}/{len(by_type)}")
+
+
+def test_no_family_is_named_in_the_engine():
+    """Families are data: no string or comment of the Python under dsl/ or compiler/ names a
+    model type of specs/hf/families.yaml (or a wrapper's), so no code can branch on one."""
+    import io
+    import re
+    import tokenize
+
+    from specc.dsl.hf_import import FAMILIES, WRAPPERS
+
+    root = Path(__file__).resolve().parent.parent
+    # "codegen" is also the name of the engine's own code printer (compiler/codegen.py)
+    names = (set(FAMILIES) | set(WRAPPERS) | {t for t in EXPECTED}) - {"codegen"}
+    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True))
+                         + r")(?![A-Za-z0-9_])", re.IGNORECASE)
+    found = []
+    for folder in ("dsl", "compiler"):
+        for path in sorted((root / folder).glob("*.py")):
+            tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+            for tok in tokens:
+                if tok.type in (tokenize.STRING, tokenize.COMMENT) and pattern.search(tok.string):
+                    found.append(f"{path.name}:{tok.start[0]}: {pattern.search(tok.string).group(0)}")
+    assert not found, found
