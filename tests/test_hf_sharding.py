@@ -75,3 +75,16 @@ def test_recurrent_states_split_by_heads(tmp_path, config):
     total = m.eval("state_bytes(H=10)").value
     for tp in (2,) if config != "mamba2" else (2, 4, 8):
         assert m.eval(f"state_bytes(H=10, tp={tp}, per_device=true)").value == conv + (total - conv) // tp
+
+
+def test_imported_qwen3_next_is_the_hand_written_spec(tmp_path):
+    """transformers' default Qwen3-Next config is Qwen3-Next-80B-A3B: its import agrees with
+    the hand-written specs/qwen3_next_80b_a3b.yaml on parameters, KV per token, state at
+    three lengths, FLOPs and per-device weights."""
+    out = tmp_path / "qwen3_next.yaml"
+    out.write_text(import_config(str(CORPUS / "qwen3_next.json"), out_path=str(out)), encoding="utf-8")
+    imported, reference = specc.load(out), specc.load("qwen3_next_80b_a3b")
+    queries = ["params()", "kv_bytes_per_token()", "flops(B=1, S=0, P=1024)", "flops(B=4, S=2048, P=1)",
+               "weight_bytes(tp=4, per_device=true)"] + [f"state_bytes(H={h})" for h in (1, 4096, 32768)]
+    for query in queries:
+        assert imported.eval(query).value == reference.eval(query).value, query
