@@ -57,7 +57,7 @@ FIXES = {
     "hunyuan_v1_moe": {"head_dim": 128},
     "ministral": {"head_dim": 128},
     "nemotron": {"num_key_value_heads": 8},
-    "dots1": {"n_routed_experts": 128, "num_experts_per_tok": 6},
+    "dots1": {"n_routed_experts": 128, "num_experts_per_tok": 6, "n_shared_experts": 2},
     # LFM2-MoE's layer list has no default: short-convolution layers with attention every 4th from 2
     "lfm2_moe": {"layer_types": ["full_attention" if i % 4 == 2 else "conv" for i in range(32)]},
 }
