@@ -60,6 +60,8 @@ class Family:
     layer_bindings: dict = field(default_factory=dict)
     moe_out_bias: bool = False
     head_dense: bool = False
+    v_head_dim: object = None
+    kv_heads_by_layer: dict | None = None
     per_layer_inputs: dict | None = None
     expert_glu: bool = True
     fields: dict = field(default_factory=dict)
@@ -174,6 +176,8 @@ FAMILIES: dict[str, Family] = _load_families()
 class _Spec:
     dims: list = field(default_factory=list)        # (name, value, comment)
     head_dims: list = field(default_factory=list)   # (dimension, layer condition) of other head widths
+    kv_bytes: str = "2*n_kv*{d_h}*ELT"               # one attention layer's K and V per token ({d_h}: its head width)
+    kv_sets: list = field(default_factory=list)      # (set, K/V-head factor) of layers with more K/V heads
     sets: list = field(default_factory=list)        # (name, text, comment)
     notes: list = field(default_factory=list)
     summary: list = field(default_factory=list)     # description phrases
@@ -574,6 +578,13 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
         items.append(("d_h", binding, ""))
     else:
         items.append(("d_h", "d_h", ""))
+    spec.kv_bytes = "2*n_kv*{d_h}*ELT"
+    if fam.v_head_dim is not None and cfg.rule(fam.v_head_dim)[0] is not None:
+        d_v = cfg.rule_int(fam.v_head_dim, family=model_type)
+        if d_v != d_h:
+            spec.dim("d_v", d_v, _rule_text(cfg, fam.v_head_dim) + " (value heads narrower than the query/key heads)")
+            items.append(("d_v", "d_v", ""))
+            spec.kv_bytes = "n_kv*({d_h} + d_v)*ELT"
     # partial rotary: HF rotates int(fraction · head_dim) features of each head
     fraction, rot_field = cfg.rule(fam.rotary, 1)
     if rot_field is not None:
@@ -902,6 +913,10 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
                             + (" in the other layers," if "moe" in kinds else ","))
     if window:
         items.append(window)
+    if fam.kv_heads_by_layer and any(n == fam.kv_heads_by_layer["set"] for n, _, _ in spec.sets):
+        name, factor = fam.kv_heads_by_layer["set"], fam.kv_heads_by_layer["factor"]
+        items.append(("n_kv", f"if(layer in {name}, {factor}*n_kv, n_kv)", f"{factor}× the K/V heads in {name}"))
+        spec.kv_sets.append((name, factor))
     items.append(("rect", "rect", "option attention"))
 
     segment = {"name": "layers", "layers": "0..L-1", "block": "hf_decoder_layer",
@@ -911,16 +926,19 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         attn_kinds = [k for k in present if k == "attention" or MIXERS.get(k, {}).get("attention")]
         conds = [when[k] for k in attn_kinds if k in when]
         attn_when = " or ".join(conds)
-        others = [cond for _, cond in spec.head_dims]
-        base_when = " and ".join(([f"({attn_when})"] if attn_when else []) + [f"not ({c})" for c in others])
+        # layers whose K/V differ (wider heads, more K/V heads) keep their own store
+        variants = [(f"kv{j}", cond, spec.kv_bytes.format(d_h=dim), f"whose heads are {dim} wide")
+                    for j, (dim, cond) in enumerate(spec.head_dims, start=2)]
+        variants += [(f"kv_{name}", f"layer in {name}", f"{factor}*" + spec.kv_bytes.format(d_h="d_h"),
+                      f"in {name} ({factor}× the K/V heads)") for name, factor in spec.kv_sets]
+        base_when = " and ".join(([f"({attn_when})"] if attn_when else []) + [f"not ({c})" for _, c, _, _ in variants])
         state.append({"store": "kv", "entries": entries, **({"when": base_when} if base_when else {})})
         stores["kv"] = {"tags": ["kv"], "doc": "K and V of an attention layer, n_kv heads of d_h, per cached token",
-                        "bytes": "2*n_kv*d_h*ELT", "shard": "n_kv"}
-        for j, (dim, cond) in enumerate(spec.head_dims, start=2):
-            when_j = f"({attn_when}) and {cond}" if attn_when else cond
-            state.append({"store": f"kv{j}", "entries": entries, "when": when_j})
-            stores[f"kv{j}"] = {"tags": ["kv"], "doc": f"K and V of the attention layers whose heads are {dim} wide",
-                                "bytes": f"2*n_kv*{dim}*ELT", "shard": "n_kv"}
+                        "bytes": spec.kv_bytes.format(d_h="d_h"), "shard": "n_kv"}
+        for name, cond, size, what in variants:
+            state.append({"store": name, "entries": entries, "when": f"({attn_when}) and {cond}" if attn_when else cond})
+            stores[name] = {"tags": ["kv"], "doc": f"K and V of the attention layers {what}", "bytes": size,
+                            "shard": "n_kv"}
     if has_ssm:
         mwhen = {"when": when["selective_ssm"]} if "selective_ssm" in when else {}
         state += [{"store": "conv_state", "entries": 1, **mwhen}, {"store": "ssm_state", "entries": 1, **mwhen}]

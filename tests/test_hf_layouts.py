@@ -125,7 +125,15 @@ def minimax(c, H):
     return full * _kv(c) * H + c["layer_types"].count("linear_attention") * lightning, full * _kv(c)
 
 
-CASES = {"minimax": minimax, "llama": llama, "mistral": mistral, "gpt_neo": gpt_neo, "gemma4_text": gemma4_text, "llama4": llama4,
+def mimo_v2_flash(c, H):
+    """Values narrower than keys (v_head_dim), sliding layers with twice the K/V heads."""
+    per = c["num_key_value_heads"] * (c["head_dim"] + c["v_head_dim"]) * E
+    state = sum(2 * per * min(H, c["sliding_window"]) if t == "sliding_attention" else per * H
+                for t in c["layer_types"])
+    return state, per * c["layer_types"].count("full_attention")
+
+
+CASES = {"mimo_v2_flash": mimo_v2_flash, "minimax": minimax, "llama": llama, "mistral": mistral, "gpt_neo": gpt_neo, "gemma4_text": gemma4_text, "llama4": llama4,
          "qwen3_next": qwen3_next, "nemotron_h": nemotron_h, "falcon_h1": falcon_h1, "mamba2": mamba2,
          "lfm2_moe": lfm2_moe, "deepseek_v32": deepseek_v32, "kimi_linear": kimi_linear}
 
