@@ -185,6 +185,16 @@ class Config:
             return len(value), None
         if isinstance(rule, dict) and "auto_ffn" in rule:          # the ⅔·size FFN sizing rule
             return self._auto_ffn(rule["auto_ffn"]), None
+        if isinstance(rule, dict) and "scale_hidden" in rule:      # a factor × hidden_size, maybe rounded up
+            from fractions import Fraction
+
+            key = rule["scale_hidden"]
+            factor = self.get(key)
+            if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0:
+                raise self.error(key, f"'{self.name(key)}' must be a positive number", "a number > 0")
+            value = Fraction(factor) * self.int("hidden_size")
+            step = self.int(rule["multiple_of"]) if "multiple_of" in rule else None
+            return (math.ceil(value / step) * step if step else math.floor(value)), None
         if isinstance(rule, dict) and "product" in rule:           # e.g. heads × head width
             value = 1
             for key in rule["product"]:

@@ -331,7 +331,7 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
     model_name = name or cfg.get("_name_or_path") or (here.parent.name if here.name == "config.json" else here.stem)
     spec = _Spec()
     d = cfg.int("hidden_size", family=model_type)
-    if fam.layer_count == "num_hidden_layers" or cfg.has("num_hidden_layers"):
+    if fam.layer_count == "num_hidden_layers":
         L = cfg.int("num_hidden_layers", family=model_type, maximum=MAX_LAYERS)
     else:
         L = cfg.rule_int(fam.layer_count, family=model_type)
@@ -503,6 +503,9 @@ def _rule_text(cfg: Config, rule) -> str:
         return f"{cfg.name(rule['auto_ffn']['size'])} (⅔·size FFN sizing: {', '.join(rule['auto_ffn'].values())})"
     if "length" in rule:
         return f"the length of {cfg.name(rule['length'])}"
+    if "scale_hidden" in rule:
+        return f"{cfg.name(rule['scale_hidden'])} × {cfg.name('hidden_size')}" + (
+            f", rounded up to a multiple of {cfg.name(rule['multiple_of'])}" if "multiple_of" in rule else "")
     return "the family's rule"
 
 
