@@ -61,6 +61,8 @@ class Family:
     moe_out_bias: bool = False
     head_dense: bool = False
     v_head_dim: object = None
+    extra_dims: dict = field(default_factory=dict)
+    embed_extra: dict = field(default_factory=dict)
     kv_heads_by_layer: dict | None = None
     per_layer_inputs: dict | None = None
     expert_glu: bool = True
@@ -417,6 +419,11 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
     embed = {"V": "V", "d": "d"} | ({"positions": "n_pos"} if positions else {})
     if fam.embed_norm:
         embed |= {"norm": 1, "norm_bias": 1 if fam.norm == "layernorm" else 0}
+    for dim, rule in fam.extra_dims.items():         # dimensions only the family's expressions use
+        spec.dim(dim, cfg.rule_int(rule, minimum=0, family=model_type), _rule_text(cfg, rule))
+    if fam.embed_extra:
+        embed |= {"extra_rows": fam.embed_extra.get("rows", 0), "extra_tables": fam.embed_extra.get("tables", 0)}
+    doc["dims"] = {n: v for n, v, _ in spec.dims}
     if fam.per_layer_inputs and cfg.has(fam.per_layer_inputs["width"]):
         pl = fam.per_layer_inputs
         spec.dim("pl_width", cfg.int(pl["width"]), cfg.name(pl["width"]))
