@@ -62,6 +62,7 @@ class Family:
     head_dense: bool = False
     v_head_dim: object = None
     extra_dims: dict = field(default_factory=dict)
+    kv_shared_layers: str | None = None
     embed_extra: dict = field(default_factory=dict)
     kv_heads_by_layer: dict | None = None
     per_layer_inputs: dict | None = None
@@ -923,6 +924,12 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
                             + (" in the other layers," if "moe" in kinds else ","))
     if window:
         items.append(window)
+    shared = cfg.int(fam.kv_shared_layers, 0, minimum=0, maximum=L) if fam.kv_shared_layers else 0
+    if shared:      # the last `shared` layers reuse earlier layers' K/V: no projections, no cache of their own
+        spec.dim("kv_shared", shared, cfg.name(fam.kv_shared_layers))
+        spec.sets.append(("kv_shared_layers", _layer_set(list(range(L - shared, L))),
+                          "layers that read an earlier layer's K/V cache"))
+        items.append(("kv_proj", "if(layer in kv_shared_layers, 0, 1)", "KV-sharing layers have no K/V projections"))
     if fam.kv_heads_by_layer and any(n == fam.kv_heads_by_layer["set"] for n, _, _ in spec.sets):
         name, factor = fam.kv_heads_by_layer["set"], fam.kv_heads_by_layer["factor"]
         items.append(("n_kv", f"if(layer in {name}, {factor}*n_kv, n_kv)", f"{factor}× the K/V heads in {name}"))
@@ -941,6 +948,9 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
                     for j, (dim, cond) in enumerate(spec.head_dims, start=2)]
         variants += [(f"kv_{name}", f"layer in {name}", f"{factor}*" + spec.kv_bytes.format(d_h="d_h"),
                       f"in {name} ({factor}× the K/V heads)") for name, factor in spec.kv_sets]
+        if any(n == "kv_shared_layers" for n, _, _ in spec.sets):
+            attn_when = f"({attn_when}) and not (layer in kv_shared_layers)" if attn_when else \
+                "not (layer in kv_shared_layers)"
         base_when = " and ".join(([f"({attn_when})"] if attn_when else []) + [f"not ({c})" for _, c, _, _ in variants])
         state.append({"store": "kv", "entries": entries, **({"when": base_when} if base_when else {})})
         stores["kv"] = {"tags": ["kv"], "doc": "K and V of an attention layer, n_kv heads of d_h, per cached token",
