@@ -63,6 +63,7 @@ class Family:
     v_head_dim: object = None
     extra_dims: dict = field(default_factory=dict)
     kv_shared_layers: str | None = None
+    head_scale: bool = False
     embed_extra: dict = field(default_factory=dict)
     kv_heads_by_layer: dict | None = None
     per_layer_inputs: dict | None = None
@@ -251,6 +252,8 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
         types = cfg.get(spec_types["field"])
         if types is None:
             return [], None
+        if isinstance(types, list) and spec_types.get("skip"):     # entries that are not layers of their own
+            types = [t for t in types if t not in spec_types["skip"]]
         if not isinstance(types, list) or len(types) != L or not all(isinstance(t, str) for t in types):
             raise cfg.error(spec_types["field"], f"{spec_types['field']} must list one type per layer ({L})",
                             f"{L} names")
@@ -409,6 +412,8 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
         head["norm"] = 0
     if fam.head_dense:
         head["dense"] = 1
+    if fam.head_scale:
+        head["scale"] = 1
     if tied:
         head["tied"] = 1
     if cfg.rule_flag(fam.head_bias):
