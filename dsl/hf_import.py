@@ -144,6 +144,10 @@ def _load_families() -> dict:
     ROPE_KINDS.update(raw["rope_kinds"])
     ACTIVATIONS.update(glu=tuple(raw["glu_activations"]), plain=tuple(raw["plain_activations"]))
     MIXERS.update(raw.get("mixers", {}))
+    codes = [m.get("code") for m in MIXERS.values()]
+    if any(type(c) is not int for c in codes) or len(set(codes)) != len(codes) or set(codes) & {0, 1}:
+        raise SpecError(f"{FAMILIES_FILE}: every declared mixer needs its own integer code (0 and 1 are the "
+                        "built-in selective_ssm and attention)", None, expected="mixers: {name: {code: N, ...}}")
     WRAPPERS.update(raw.get("wrappers", {}))
     for hf_name, elt in raw["dtypes"].items():
         if elt not in DTYPE_BYTES:
@@ -163,6 +167,12 @@ def _load_families() -> dict:
         if unknown or bad:
             raise SpecError(f"{FAMILIES_FILE}: family '{name}' has unknown keys {sorted(unknown)} or values {bad}",
                             None, expected=", ".join(sorted(fields)))
+        layer_mixers = {e.get("mixer") for e in (entry.get("layers") or {}).get("map", {}).values()}
+        layer_mixers |= {(entry.get("layers") or {}).get(k, {}).get("mixer") for k in ("listed", "others", "default")}
+        missing = {m for m in layer_mixers if m is not None} - BUILTIN_MIXERS - set(MIXERS)
+        if missing:
+            raise SpecError(f"{FAMILIES_FILE}: family '{name}' names undeclared mixers {sorted(missing)}", None,
+                            expected="a built-in mixer or one declared under mixers:")
         for key in ("unsupported", "activation_fields", "activations", "notes"):
             if key in entry:
                 entry[key] = tuple(entry[key])
