@@ -355,7 +355,8 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
             raise cfg.error(cfg.rule(fam.layer_count)[1] or "num_hidden_layers", f"{L} layers", f"at most {MAX_LAYERS}")
     V = cfg.int("vocab_size", family=model_type)
     spec.dim("d", d, cfg.name("hidden_size"))
-    spec.dim("L", L, cfg.name("num_hidden_layers"))
+    spec.dim("L", L, cfg.name("num_hidden_layers") if fam.layer_count == "num_hidden_layers"
+             else _rule_text(cfg, fam.layer_count))
     spec.dim("V", V, cfg.name("vocab_size"))
     if fam.tie_rule is not None:    # a family whose model ties (or not) whatever tie_word_embeddings says
         tied = cfg.rule_flag(fam.tie_rule)
@@ -511,6 +512,8 @@ def _rule_text(cfg: Config, rule) -> str:
         return cfg.name(rule)
     if not isinstance(rule, dict):
         return "the family's rule"
+    if "field" in rule and "divide" in rule:
+        return f"{cfg.name(rule['field'])} / {rule['divide']}"
     if "field" in rule:
         key = rule["field"] if isinstance(rule["field"], str) else cfg.rule(rule)[1]
         if cfg.has(key):
