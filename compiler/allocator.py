@@ -8,9 +8,9 @@ and restated here — no code of vLLM's is copied:
 
 1. Layer specs. Each layer's cache is one of: full attention (its store grows by one
    entry per token: `entries: H`), a sliding window (`entries: min(H, W)`), or a fixed
-   state (Mamba / linear attention: entries independent of H). A page holds `block`
+   state (recurrent / linear attention: entries independent of H). A page holds `block`
    tokens of one layer (--block-size, default 16): AttentionSpec.page_size_bytes and
-   MambaSpec.page_size_bytes. Attention backends may force the block
+   the fixed-state spec's page_size_bytes. Attention backends may force the block
    (CudaPlatform.check_and_update_config in vllm/platforms/cuda.py: 64 for FlashMLA, 128
    for CUTLASS MLA): pass block= for them; kv=fp8_ds_mla (FlashMLA sparse) defaults to 64.
 2. Hybrid page alignment (Platform._align_hybrid_block_size in vllm/platforms/interface.py):
@@ -32,7 +32,7 @@ and restated here — no code of vLLM's is copied:
 6. Blocks one request holds at context H, per group (max_memory_usage_bytes of each spec):
    full attention cdiv(H, block); a sliding window cdiv(min(W − 1 + T, H), block) + 1, where
    T is the tokens scheduled in one step (max_num_batched_tokens; SlidingWindowSpec); a
-   fixed state one block (MambaSpec with mamba_cache_mode none).
+   fixed state one block (the fixed-state spec without prefix caching).
 
 b_max(H) is then (blocks − 1) // Σ_groups blocks(H), and h_max(B) the largest H at which
 B requests fit; h_max(B=1) of a full-attention model is vLLM's logged "GPU KV cache size"

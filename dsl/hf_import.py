@@ -2,22 +2,23 @@
 
 The config is read with `json` (never evaluated; dsl/hf_config.py). What each
 supported `model_type` means is data: the FAMILIES table (specs/hf/families.yaml)
-says which blocks of specs/lib/hf_families.yaml the family uses and how its
-config fields switch their parts (norm layout, biases, QK norms, parallel
-residuals, partial rotary, soft-caps, windows, experts, Mamba mixers, MLA). A
-field whose value the blocks cannot model, a missing field or an unknown
-`model_type` is a SpecError located at the field in config.json.
+says which parts of the layer block of specs/lib/hf_families.yaml the family uses
+and which config fields (in each transformers spelling) switch them: norm layout,
+biases, QK norms, parallel residuals, partial rotary, soft-caps, windows, experts
+and their placement, shared experts, and the mixers its `mixers:` table declares
+(dimensions read by rules, block bindings, stores, options). No family is named
+here. A field whose value the blocks cannot model, a missing field or an unknown
+`model_type` is a SpecError located at the field in config.json; a wrapper config
+(one whose text model is a `text_config`) imports its text model.
 
-The output is deterministic, commented YAML: every config value becomes a named
-dimension with the field it came from as a comment.
+The output is built as a structure and written with yaml.safe_dump; every config
+value becomes a named dimension with the field it came from as a comment.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,12 +28,14 @@ from .hf_quant import quant_format
 
 LIB_DIR = Path(__file__).resolve().parent.parent / "specs" / "lib"
 FAMILIES_FILE = LIB_DIR.parent / "hf" / "families.yaml"
+# found on the search path (dsl/search_path.py): an imported spec works in any folder
+LIB_IMPORTS = ("lib/core.yaml", "lib/hf_families.yaml")
 
 LAYER_TYPES = {"full_attention", "sliding_attention"}
 WINDOW_MODES = {"none", "all", "all_if_enabled", "layer_types", "layer_types_or_max_window", "layer_types_or_period"}
-FFN_MODES = {"dense", "moe", "dense_then_moe", "none"}
-MIXERS = {"attention", "mamba", "hybrid"}
-NORMS = {"rms", "layernorm", "layernorm_nobias"}
+FFN_MODES = {"dense", "moe", "none"}
+BUILTIN_MIXERS = {"attention", "selective_ssm", "attention_or_ssm"}
+NORMS = {"rms", "layernorm", "layernorm_nobias", "none"}
 NORM_LAYOUTS = {"pre", "pre_post", "post"}
 
 
@@ -40,9 +43,31 @@ NORM_LAYOUTS = {"pre", "pre_post", "post"}
 class Family:
     """How a model_type maps onto the library blocks (keys documented in specs/hf/families.yaml)."""
 
-    attention: str = "gqa"
     ffn: str = "dense"
     mixer: str = "attention"
+    layers: dict | None = None
+    layer_count: object = "num_hidden_layers"
+    tie_rule: object = None
+    mixer_dims: dict = field(default_factory=dict)
+    q_gate: bool = False
+    head_gate: bool = False
+    attn_sub_norm: bool = False
+    ffn_sub_norm: bool = False
+    attn_extra: object = 0
+    layer_scalars: int = 0
+    act_scalars: int = 0
+    per_layer_config: str | None = None
+    layer_bindings: dict = field(default_factory=dict)
+    moe_out_bias: bool = False
+    head_dense: bool = False
+    v_head_dim: object = None
+    extra_dims: dict = field(default_factory=dict)
+    kv_shared_layers: str | None = None
+    head_scale: bool = False
+    embed_extra: dict = field(default_factory=dict)
+    kv_heads_by_layer: dict | None = None
+    per_layer_inputs: dict | None = None
+    expert_glu: bool = True
     fields: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
     tied: bool = False
@@ -63,6 +88,9 @@ class Family:
     mlp: str = "glu"
     ffn_width: object = "intermediate_size"
     positions: object = None
+    final_norm: bool = True
+    embed_norm: bool = False
+    window_types: dict | None = None
     attn_softcap: str | None = None
     final_softcap: str | None = None
     activation_fields: tuple = ("hidden_act",)
@@ -79,34 +107,73 @@ class Family:
     attn_layers: dict | None = None
     moe_layers: dict | None = None
     ssm: dict | None = None
+    shared_experts: dict | None = None
     unsupported: tuple = ()
+    requires: dict = field(default_factory=dict)
+    notes: tuple = ()
     sparse_step: bool = False
 
 
 ROPE_KINDS: set = set()     # rope_scaling types the blocks accept (from FAMILIES_FILE)
 ACTIVATIONS: dict = {}      # mlp kind -> activations a name of which changes no parameter
+MIXERS: dict = {}           # declared mixers (layer templates) of FAMILIES_FILE
+DTYPES: dict = {}           # transformers dtype name -> specc element type
+WRAPPERS: dict = {}         # wrapper model_type -> its text model's, when text_config names none
+
+
+def _resolve_like(table: dict, name: str, seen: tuple = ()) -> dict:
+    """A family's entry with the entries it is `like:` (transitively) under it."""
+    entry = dict(table[name])
+    like = entry.pop("like", None)
+    if like is None:
+        return entry
+    if like not in table or like in seen:
+        raise SpecError(f"{FAMILIES_FILE}: family '{name}' is like '{like}', which is "
+                        + ("not a family" if like not in table else "circular"), None,
+                        expected="the name of another family")
+    return {**_resolve_like(table, like, seen + (name,)), **entry}
 
 
 def _load_families() -> dict:
     """The model_type table of specs/hf/families.yaml (project data, loaded safely)."""
     import yaml
 
+    from ..compiler.symbols import DTYPE_BYTES
+
     raw = yaml.safe_load(FAMILIES_FILE.read_text(encoding="utf-8"))
     ROPE_KINDS.update(raw["rope_kinds"])
     ACTIVATIONS.update(glu=tuple(raw["glu_activations"]), plain=tuple(raw["plain_activations"]))
+    MIXERS.update(raw.get("mixers", {}))
+    codes = [m.get("code") for m in MIXERS.values()]
+    if any(type(c) is not int for c in codes) or len(set(codes)) != len(codes) or set(codes) & {0, 1}:
+        raise SpecError(f"{FAMILIES_FILE}: every declared mixer needs its own integer code (0 and 1 are the "
+                        "built-in selective_ssm and attention)", None, expected="mixers: {name: {code: N, ...}}")
+    WRAPPERS.update(raw.get("wrappers", {}))
+    for hf_name, elt in raw["dtypes"].items():
+        if elt not in DTYPE_BYTES:
+            raise SpecError(f"{FAMILIES_FILE}: dtype {hf_name} maps to '{elt}', not an element type", None,
+                            expected=", ".join(sorted(DTYPE_BYTES)))
+        DTYPES[hf_name] = elt
     fields = set(Family.__dataclass_fields__)
     families = {}
     for name, entry in raw["families"].items():
         entry = dict(entry)
+        entry = _resolve_like(raw["families"], name)
         unknown = set(entry) - fields
         checks = [(entry.get("window", "none"), WINDOW_MODES), (entry.get("ffn", "dense"), FFN_MODES),
-                  (entry.get("mixer", "attention"), MIXERS), (entry.get("norm", "rms"), NORMS),
+                  (entry.get("mixer", "attention"), BUILTIN_MIXERS | set(MIXERS)), (entry.get("norm", "rms"), NORMS),
                   (entry.get("norm_layout", "pre"), NORM_LAYOUTS), (entry.get("mlp", "glu"), {"glu", "plain"})]
         bad = [value for value, allowed in checks if value not in allowed]
         if unknown or bad:
             raise SpecError(f"{FAMILIES_FILE}: family '{name}' has unknown keys {sorted(unknown)} or values {bad}",
                             None, expected=", ".join(sorted(fields)))
-        for key in ("unsupported", "activation_fields", "activations"):
+        layer_mixers = {e.get("mixer") for e in (entry.get("layers") or {}).get("map", {}).values()}
+        layer_mixers |= {(entry.get("layers") or {}).get(k, {}).get("mixer") for k in ("listed", "others", "default")}
+        missing = {m for m in layer_mixers if m is not None} - BUILTIN_MIXERS - set(MIXERS)
+        if missing:
+            raise SpecError(f"{FAMILIES_FILE}: family '{name}' names undeclared mixers {sorted(missing)}", None,
+                            expected="a built-in mixer or one declared under mixers:")
+        for key in ("unsupported", "activation_fields", "activations", "notes"):
             if key in entry:
                 entry[key] = tuple(entry[key])
         if not entry.get("activations"):
@@ -122,6 +189,9 @@ FAMILIES: dict[str, Family] = _load_families()
 @dataclass
 class _Spec:
     dims: list = field(default_factory=list)        # (name, value, comment)
+    head_dims: list = field(default_factory=list)   # (dimension, layer condition) of other head widths
+    kv_bytes: str = "2*n_kv*{d_h}*ELT"               # one attention layer's K and V per token ({d_h}: its head width)
+    kv_sets: list = field(default_factory=list)      # (set, K/V-head factor) of layers with more K/V heads
     sets: list = field(default_factory=list)        # (name, text, comment)
     notes: list = field(default_factory=list)
     summary: list = field(default_factory=list)     # description phrases
@@ -166,6 +236,18 @@ def _check_common(cfg: Config, fam: Family, model_type: str):
         if cfg.flag(key):
             raise cfg.error(key, f"'{key}: true' is not supported for model_type {model_type} "
                             "(the library blocks for this family have no such parameters)", "false or absent")
+    for key, value in fam.requires.items():
+        if isinstance(value, str) and value.startswith("="):      # equal to another field
+            other = value[1:]
+            if cfg.has(key) and cfg.get(key) != cfg.get(other):
+                raise cfg.error(key, f"{key} other than {other} is not supported for model_type {model_type} "
+                                f"(the blocks have no projection between {key} and {other})",
+                                f"{key} = {other} ({cfg.get(other)})")
+            continue
+        if cfg.get(key, value) != value:
+            raise cfg.error(key, f"{key} other than {json.dumps(value)} is not supported for model_type "
+                            f"{model_type} (specs/hf/families.yaml models this family only with {key} = "
+                            f"{json.dumps(value)})", json.dumps(value))
     if cfg.has("tie_word_embeddings"):
         cfg.flag("tie_word_embeddings")
 
@@ -175,6 +257,18 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
     `layer_types` when the config lists them, else every layer, the layers from
     max_window_layers on when use_sliding_window is set, or all but every
     window_period-th layer; the family's mode says which)."""
+    if fam.window_types is not None:     # {field, sliding: [names], length: FIELD}
+        spec_types = fam.window_types
+        types = cfg.get(spec_types["field"])
+        if types is None:
+            return [], None
+        if isinstance(types, list) and spec_types.get("skip"):     # entries that are not layers of their own
+            types = [t for t in types if t not in spec_types["skip"]]
+        if not isinstance(types, list) or len(types) != L or not all(isinstance(t, str) for t in types):
+            raise cfg.error(spec_types["field"], f"{spec_types['field']} must list one type per layer ({L})",
+                            f"{L} names")
+        sliding = [i for i, t in enumerate(types) if t in spec_types["sliding"]]
+        return (sliding, cfg.int(spec_types["length"], family=model_type)) if sliding else ([], None)
     if fam.window == "none" or cfg.data.get("sliding_window") is None:
         return [], None
     if fam.window in ("layer_types_or_max_window", "all_if_enabled") and not cfg.flag("use_sliding_window"):
@@ -184,9 +278,10 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
     if types is not None and fam.window in ("layer_types_or_max_window", "layer_types", "layer_types_or_period"):
         if not isinstance(types, list) or len(types) != L:
             raise cfg.error("layer_types", f"layer_types must list one type per layer ({L})", f"{L} entries")
+        known = LAYER_TYPES | set((fam.layers or {}).get("map", {}))    # a hybrid's other layer kinds
         for t in types:
-            if t not in LAYER_TYPES:
-                raise cfg.error("layer_types", f"unknown layer type '{t}'", " or ".join(sorted(LAYER_TYPES)))
+            if t not in known:
+                raise cfg.error("layer_types", f"unknown layer type '{t}'", " or ".join(sorted(known)))
         return [i for i, t in enumerate(types) if t == "sliding_attention"], window
     if fam.window == "layer_types_or_max_window":
         first = cfg.int("max_window_layers", 0, minimum=0, maximum=MAX_LAYERS)
@@ -197,6 +292,217 @@ def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[l
     if fam.window == "layer_types":
         return [], None
     return list(range(L)), window
+
+
+# ------------------------------------------------------------------ import
+def _text_model(cfg: Config) -> str | None:
+    """Descend into a wrapper config's text model (a multimodal checkpoint's text_config):
+    the model_type of the wrapper, or None when the config is not a wrapper."""
+    text = cfg.data.get("text_config")
+    outer = cfg.data.get("model_type")
+    if not isinstance(text, dict) or (isinstance(outer, str) and outer in FAMILIES):
+        return None
+    if "model_type" not in text:
+        inner = WRAPPERS.get(outer) if isinstance(outer, str) else None
+        if inner is None:
+            raise cfg.error("text_config", "the text_config of this wrapper config names no model_type",
+                            "a text_config with a model_type, or a wrappers: entry in specs/hf/families.yaml")
+        text = dict(text, model_type=inner)
+    cfg.data = dict(cfg.data, text_config=text)
+    cfg.enter("text_config")
+    return outer
+
+
+def _unknown_type(cfg: Config, model_type) -> SpecError:
+    shown = json.dumps(model_type).replace('"', "'")
+    return cfg.error("model_type", f"unknown model_type {shown}: no entry in specs/hf/families.yaml. A family "
+                     "is data: add an entry naming its layer's parts (docs/writing-specs.md, 'Adding a Hugging "
+                     "Face family'); a family with the layers of a known one can start from it with "
+                     "`like: <model_type>` and list only what differs",
+                     "a supported model_type: " + ", ".join(sorted(FAMILIES)))
+
+
+def import_config(path: str, name: str | None = None, out_path: str | None = None) -> str:
+    """The spec YAML text for the config at `path` (a config.json or a model folder).
+
+    The spec is built as a structure and written with yaml.safe_dump; comments are
+    added only after the dimensions' lines, from text without line breaks, and the
+    result is parsed back and compared with the structure (a config value can never
+    change the spec's meaning)."""
+    path = _model_config(path)
+    cfg = Config(path)
+    wrapper = _text_model(cfg)
+    model_type = cfg.data.get("model_type")
+    if model_type is None:
+        raise SpecError("config has no 'model_type'", Loc(cfg.path, 1, 1),
+                        expected="one of " + ", ".join(sorted(FAMILIES)))
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise _unknown_type(cfg, model_type)
+    fam = FAMILIES[model_type]
+    cfg.aliases = dict(fam.fields)
+    cfg.defaults = dict(fam.defaults)
+    _check_common(cfg, fam, model_type)
+
+    here = Path(path).resolve()
+    model_name = name or cfg.get("_name_or_path") or (here.parent.name if here.name == "config.json" else here.stem)
+    spec = _Spec()
+    d = cfg.int("hidden_size", family=model_type)
+    if fam.layer_count == "num_hidden_layers":
+        L = cfg.int("num_hidden_layers", family=model_type, maximum=MAX_LAYERS)
+    else:
+        L = cfg.rule_int(fam.layer_count, family=model_type)
+        if L > MAX_LAYERS:
+            raise cfg.error(cfg.rule(fam.layer_count)[1] or "num_hidden_layers", f"{L} layers", f"at most {MAX_LAYERS}")
+    V = cfg.int("vocab_size", family=model_type)
+    spec.dim("d", d, cfg.name("hidden_size"))
+    spec.dim("L", L, cfg.name("num_hidden_layers") if fam.layer_count == "num_hidden_layers"
+             else _rule_text(cfg, fam.layer_count))
+    spec.dim("V", V, cfg.name("vocab_size"))
+    if fam.tie_rule is not None:    # a family whose model ties (or not) whatever tie_word_embeddings says
+        tied = cfg.rule_flag(fam.tie_rule)
+    else:
+        tied = cfg.flag("tie_word_embeddings") if cfg.has("tie_word_embeddings") else fam.tied
+    if wrapper:
+        spec.notes.append(f"The config is a {wrapper} wrapper; its text model (text_config, model_type "
+                          f"{model_type}) is imported. The wrapper's other towers (vision, audio) and their "
+                          "projectors are not counted.")
+    segments, stores, options = _decoder(cfg, fam, model_type, spec, d, L)
+
+    dtype = cfg.get("torch_dtype", cfg.get("dtype", "bfloat16"))
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        key = "torch_dtype" if cfg.has("torch_dtype") else "dtype"
+        raise cfg.error(key, f"unknown {key} {json.dumps(dtype)}", " or ".join(sorted(DTYPES)))
+    elt = DTYPES[dtype]
+    quant = quant_format(cfg)
+    max_ctx = cfg.get("max_position_embeddings")
+    positions = 0
+    if fam.positions is not None:
+        positions = cfg.rule_int(fam.positions, family=model_type)
+        spec.dim("n_pos", positions, f"{fam.positions} (learned position table)")
+
+    archs = cfg.get("architectures", [])
+    archs = ", ".join(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ""
+    doc: dict = {"model": str(model_name),
+                 "source": f"Hugging Face config.json ({model_type}, {archs or 'no architectures field'})",
+                 "description": _description(model_type, tied, spec, L, d, V),
+                 "imports": list(LIB_IMPORTS),
+                 "dims": {n: v for n, v, _ in spec.dims}}
+    if isinstance(max_ctx, int) and not isinstance(max_ctx, bool) and max_ctx > 0:
+        doc["max_context"] = max_ctx
+    if spec.sets:
+        doc["sets"] = {n: t for n, t, _ in spec.sets}
+    doc["options"] = {
+        "head": {"doc": "rows the vocabulary head runs on (Hugging Face computes logits for every position)",
+                 "default": "last",
+                 "choices": {"last": {"head_rows": "B"}, "all": {"head_rows": "M"}, "none": {"head_rows": 0}}},
+        "attention": {"doc": "effective: count the query-key pairs attention needs (causal, or within the "
+                             "sliding window); rectangle: count the full P·(S+P) rectangle a masked attention "
+                             "kernel computes (the convention of PyTorch's FlopCounterMode, used by specc "
+                             "crosscheck)",
+                      "default": "effective", "choices": {"effective": {"rect": 0}, "rectangle": {"rect": 1}}},
+        **options}
+    formats = {elt: {"doc": f"{dtype} weights and state (torch_dtype)", "weights": {"default": elt}}}
+    if quant is None:
+        formats[elt] = {"default": True, **formats[elt]}
+    elif getattr(quant, "scheme", None):
+        # counted per matrix by specs/formats/schemes.yaml (codes, scales, zero points); the
+        # other tensors stay in the checkpoint's dtype
+        qname, rate, qdoc, groups = quant
+        formats[qname] = {"default": True,
+                          "doc": f"{qdoc} (quantization_config): the matrices of {', '.join(groups)} in scheme "
+                                 f"{quant.scheme} (codes, scales and zero points counted per matrix); embeddings, "
+                                 f"head, norms, biases and routers stay {dtype}; state "
+                                 + (f"in KV scheme {quant.kv}" if quant.kv else dtype),
+                          "scheme": quant.scheme, **({"kv": quant.kv} if quant.kv else {}),
+                          "weights": {"default": elt}}
+    else:
+        qname, rate, qdoc, groups = quant
+        rate_value = rate.numerator if rate.denominator == 1 else f"{rate.numerator}/{rate.denominator}"
+        formats[qname] = {"default": True,
+                          "doc": f"{qdoc} (quantization_config), in the parameter groups {', '.join(groups)} "
+                                 f"(a bias at its matrix's rate); the other groups (embeddings, head, norms, "
+                                 f"routers) stay {dtype}; state {dtype}",
+                          "weights": {"default": elt, **{g: rate_value for g in groups}}}
+    doc["formats"] = formats
+    doc["stores"] = {n: dict(st, bytes={"default": st["bytes"].replace("ELT", elt)}) for n, st in stores.items()}
+    head = {"d": "d", "V": "V", "rows": "head_rows"}
+    if fam.norm == "layernorm":
+        head["norm_bias"] = 1
+    if fam.norm == "none":
+        head["norm_weight"] = 0
+    if not fam.final_norm:
+        head["norm"] = 0
+    if fam.head_dense:
+        head["dense"] = 1
+    if fam.head_scale:
+        head["scale"] = 1
+    if tied:
+        head["tied"] = 1
+    if cfg.rule_flag(fam.head_bias):
+        head["head_bias"] = 1
+    if fam.final_softcap and cfg.get(fam.final_softcap) is not None:
+        head["softcap"] = 1
+        spec.notes.append(f"The logits are soft-capped at {cfg.get(fam.final_softcap)} ({fam.final_softcap}): "
+                          "scalar work, no parameters.")
+    embed = {"V": "V", "d": "d"} | ({"positions": "n_pos"} if positions else {})
+    if fam.embed_norm:
+        embed |= {"norm": 1, "norm_bias": 1 if fam.norm == "layernorm" else 0}
+    for dim, rule in fam.extra_dims.items():         # dimensions only the family's expressions use
+        spec.dim(dim, cfg.rule_int(rule, minimum=0, family=model_type), _rule_text(cfg, rule))
+    if fam.embed_extra:
+        embed |= {"extra_rows": fam.embed_extra.get("rows", 0), "extra_tables": fam.embed_extra.get("tables", 0)}
+    doc["dims"] = {n: v for n, v, _ in spec.dims}
+    if fam.per_layer_inputs and cfg.has(fam.per_layer_inputs["width"]):
+        pl = fam.per_layer_inputs
+        spec.dim("pl_width", cfg.int(pl["width"]), cfg.name(pl["width"]))
+        spec.dim("pl_vocab", cfg.int(pl["vocab"]), cfg.name(pl["vocab"]))
+        embed |= {"pl_vocab": "pl_vocab", "pl_width": "pl_width", "layers": "L"}
+        segments[0]["with"]["pl_width"] = "pl_width"
+        doc["dims"] = {n: v for n, v, _ in spec.dims}
+    doc["stack"] = ([{"name": "embed", "block": "hf_embedding", "with": embed}] + segments
+                    + [{"name": "head", "block": "hf_lm_head", "with": head}])
+    if quant is None and cfg.has("quantization_config"):
+        spec.notes.append("The checkpoint is quantized; parameter counts are logical (unpacked).")
+    if quant is not None:
+        spec.notes.append(f"The checkpoint is quantized (format {quant[0]}, the default); parameter counts "
+                          "are logical (unpacked) and weight bytes follow the format.")
+    spec.notes.append("params() counts what the checkpoint stores: the parameters and the persistent buffers "
+                      "transformers saves with them (e.g. a router's score-correction bias); transformers' "
+                      "num_parameters() counts parameters only.")
+    doc["notes"] = " ".join(spec.notes)
+    shown = "/".join(Path(path).parts[-2:])
+    return _dump(doc, spec, f"Generated by `specc import-hf` from {shown} (model_type: {model_type}).")
+
+
+def _comment(text: str) -> str:
+    """A YAML comment that stays one comment whatever the text holds (no line breaks)."""
+    return "# " + "".join(ch if ch.isprintable() else " " for ch in str(text))
+
+
+def _dump(doc: dict, spec: _Spec, header: str) -> str:
+    """The spec's YAML text: yaml.safe_dump of `doc`, each dimension's line and each
+    layer set's line followed by a comment naming the config field it came from."""
+    import yaml
+
+    text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=96, default_flow_style=False)
+    notes = {("dims", n): c for n, _, c in spec.dims} | {("sets", n): c for n, _, c in spec.sets}
+    out, section = [], None
+    lines = text.splitlines() + [""]
+    for line, after in zip(lines, lines[1:]):
+        if line and not line.startswith(" "):
+            section = line.split(":", 1)[0]
+        comment = None
+        # a key's own line, its value complete on it (a long value continues on deeper lines)
+        if line.startswith("  ") and not line.startswith("   ") and not after.startswith("   ") \
+                and section in ("dims", "sets"):
+            key = line[2:].split(":", 1)[0]
+            comment = notes.get((section, key))
+        out.append(f"{line}   {_comment(comment)}" if comment else line)
+    result = "\n".join([_comment(header), _comment("Every dimension is a config value; the comment names "
+                                                     "the field it came from.")] + out) + "\n"
+    if yaml.safe_load(result) != doc:     # a comment may never change what the spec says
+        raise AssertionError("import-hf wrote YAML that does not read back as the spec it built")
+    return result
 
 
 def _model_config(path: str) -> str:
@@ -211,200 +517,40 @@ def _model_config(path: str) -> str:
     return str(p)
 
 
-# ------------------------------------------------------------------ import
-def import_config(path: str, name: str | None = None, out_path: str | None = None) -> str:
-    """The spec YAML text for the config at `path` (a config.json or a model folder)."""
-    path = _model_config(path)
-    cfg = Config(path)
-    model_type = cfg.data.get("model_type")
-    if model_type is None:
-        raise SpecError("config has no 'model_type'", Loc(cfg.path, 1, 1),
-                        expected="one of " + ", ".join(sorted(FAMILIES)))
-    if not isinstance(model_type, str) or model_type not in FAMILIES:
-        raise cfg.error("model_type", f"unknown model_type {json.dumps(model_type)}".replace('"', "'"),
-                        "a supported model_type: " + ", ".join(sorted(FAMILIES)))
-    fam = FAMILIES[model_type]
-    cfg.aliases = dict(fam.fields)
-    cfg.defaults = dict(fam.defaults)
-    _check_common(cfg, fam, model_type)
-
-    out_dir = Path(out_path).resolve().parent if out_path else Path.cwd()
-    lib = os.path.relpath(LIB_DIR, out_dir).replace(os.sep, "/")
-    here = Path(path).resolve()
-    model_name = name or cfg.get("_name_or_path") or (here.parent.name if here.name == "config.json" else here.stem)
-    spec = _Spec()
-    d = cfg.int("hidden_size", family=model_type)
-    L = cfg.int("num_hidden_layers", family=model_type, maximum=MAX_LAYERS)
-    V = cfg.int("vocab_size", family=model_type)
-    spec.dim("d", d, cfg.name("hidden_size"))
-    spec.dim("L", L, cfg.name("num_hidden_layers"))
-    spec.dim("V", V, "vocab_size")
-    tied = cfg.flag("tie_word_embeddings") if cfg.has("tie_word_embeddings") else fam.tied
-
-    if fam.attention == "mla":
-        layers, stores, options = _mla(cfg, fam, model_type, spec, d, L)
-    else:
-        layers, stores, options = _decoder(cfg, fam, model_type, spec, d, L)
-
-    dtype = str(cfg.get("torch_dtype", cfg.get("dtype", "bfloat16")))
-    fmt, elt = {"float32": ("fp32", "fp32"), "float16": ("fp16", "fp16")}.get(dtype, ("bf16", "bf16"))
-    quant = quant_format(cfg)
-    max_ctx = cfg.get("max_position_embeddings")
-    positions = 0
-    if fam.positions is not None:
-        positions = cfg.rule_int(fam.positions, family=model_type)
-        spec.dim("n_pos", positions, f"{fam.positions} (learned position table)")
-
-    out = []
-    w = out.append
-    shown = "/".join(Path(path).parts[-2:])
-    w(f"# Generated by `specc import-hf` from {shown} (model_type: {model_type}).")
-    w("# Every dimension is a config value; the comment names the field it came from.")
-    w(f"model: {_scalar(model_name)}")
-    archs = cfg.get("architectures", [])
-    archs = ", ".join(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ""
-    w(f"source: Hugging Face config.json ({model_type}, {archs or 'no architectures field'})")
-    w("description: >")
-    for line in _description(model_type, tied, spec, L, d, V):
-        w("  " + line)
-    w(f"imports: [{lib}/core.yaml, {lib}/hf_families.yaml]")
-    w("")
-    w("dims:")
-    width = max(len(f"  {n}: {v}") for n, v, _ in spec.dims) + 2
-    for n, v, c in spec.dims:
-        w(f"{f'  {n}: {v}':<{width}}# {c}")
-    if isinstance(max_ctx, int) and not isinstance(max_ctx, bool) and max_ctx > 0:
-        w("")
-        w(f"max_context: {max_ctx}   # {cfg.name('max_position_embeddings')}")
-    if spec.sets:
-        w("")
-        w("sets:")
-        for n, t, c in spec.sets:
-            w(f"  {n}: {t}   # {c}")
-    w("")
-    w("options:")
-    w("  head:")
-    w("    doc: rows the vocabulary head runs on (Hugging Face computes logits for every position)")
-    w("    default: last")
-    w("    choices:")
-    w("      last: {head_rows: B}")
-    w("      all: {head_rows: M}")
-    w("      none: {head_rows: 0}")
-    w("  attention:")
-    w("    doc: >")
-    w("      effective: count the query-key pairs attention needs (causal, or within the sliding")
-    w("      window); rectangle: count the full P·(S+P) rectangle a masked attention kernel")
-    w("      computes (the convention of PyTorch's FlopCounterMode, used by specc crosscheck)")
-    w("    default: effective")
-    w("    choices:")
-    w("      effective: {rect: 0}")
-    w("      rectangle: {rect: 1}")
-    out.extend(options)
-    w("")
-    w("formats:")
-    w(f"  {fmt}:")
-    if quant is None:
-        w("    default: true")
-    w(f"    doc: {dtype} weights and state (torch_dtype)")
-    w("    weights: {default: %s}" % elt)
-    if quant is not None:
-        qname, rate, qdoc, groups = quant
-        w(f"  {qname}:")
-        w("    default: true")
-        w("    doc: >")
-        if getattr(quant, "scheme", None):
-            text = (f"{qdoc} (quantization_config): the matrices of {', '.join(groups)} in scheme {quant.scheme} "
-                    f"(codes, scales and zero points counted per matrix); embeddings, head, norms, biases and "
-                    f"routers stay {dtype}; state " + (f"in KV scheme {quant.kv}" if quant.kv else dtype))
-        else:
-            text = (f"{qdoc} (quantization_config), in the parameter groups {', '.join(groups)} "
-                    f"(a bias at its matrix's rate); the other groups (embeddings, head, norms, routers) "
-                    f"stay {dtype}; state {dtype}")
-        for line in _wrap(text, 84):
-            w("      " + line)
-        rate_text = f"{rate.numerator}/{rate.denominator}" if rate.denominator != 1 else str(rate.numerator)
-        scheme = getattr(quant, "scheme", None)
-        if scheme:      # counted per matrix by specs/formats/schemes.yaml; other tensors stay in the dtype
-            w(f"    scheme: {scheme}")
-            if getattr(quant, "kv", None):
-                w(f"    kv: {quant.kv}")
-            w("    weights: {default: %s}" % elt)
-        else:
-            w("    weights: {default: %s, %s}" % (elt, ", ".join(f"{g}: {rate_text}" for g in groups)))
-    w("")
-    w("stores:")
-    for store_name, tags, doc, expr, *shard in stores:
-        w(f"  {store_name}:")
-        w(f"    tags: [{', '.join(tags)}]")
-        w(f"    doc: {doc}")
-        w(f"    bytes: {{default: {expr.replace('ELT', elt)}}}")
-        if shard:   # how the store splits over tensor-parallel devices (README: Deployment sizing)
-            w(f"    shard: {shard[0]}")
-    w("")
-    w("stack:")
-    w("  - name: embed")
-    w("    block: hf_embedding")
-    w("    with: {V: V, d: d%s}" % (", positions: n_pos" if positions else ""))
-    out.extend(layers)
-    w("  - name: head")
-    w("    block: hf_lm_head" + ("   # tie_word_embeddings: the head reuses the embedding table" if tied else ""))
-    head = ["d: d", "V: V", "rows: head_rows"]
-    if fam.norm == "layernorm":
-        head.append("norm_bias: 1")
-    if tied:
-        head.append("tied: 1")
-    if cfg.rule_flag(fam.head_bias):
-        head.append("head_bias: 1")
-    if fam.final_softcap and cfg.get(fam.final_softcap) is not None:
-        head.append("softcap: 1")
-        spec.notes.append(f"The logits are soft-capped at {cfg.get(fam.final_softcap)} ({fam.final_softcap}): "
-                          "scalar work, no parameters.")
-    w("    with: {%s}" % ", ".join(head))
-    if quant is None and cfg.has("quantization_config"):
-        spec.notes.append("The checkpoint is quantized; parameter counts are logical (unpacked).")
-    if quant is not None:
-        spec.notes.append(f"The checkpoint is quantized (format {quant[0]}, the default); parameter counts "
-                          "are logical (unpacked) and weight bytes follow the format.")
-    if spec.notes:
-        w("")
-        w("notes: >")
-        for note in spec.notes:
-            out.extend("  " + line for line in _wrap(note))
-    return "\n".join(out) + "\n"
+def _rule_text(cfg: Config, rule) -> str:
+    """Where a rule's value comes from, for the dimension's comment."""
+    if isinstance(rule, str):
+        return cfg.name(rule)
+    if not isinstance(rule, dict):
+        return "the family's rule"
+    if "field" in rule and "divide" in rule:
+        return f"{cfg.name(rule['field'])} / {rule['divide']}"
+    if "field" in rule:
+        key = rule["field"] if isinstance(rule["field"], str) else cfg.rule(rule)[1]
+        if cfg.has(key):
+            return cfg.name(key) + (f" + {rule['plus']}" if "plus" in rule else "")
+        if "default_times_hidden" in rule:
+            return f"{cfg.name(key)} (absent: {rule['default_times_hidden']} × hidden_size)"
+        return f"{cfg.name(key)} (absent: {rule.get('default')})"
+    if "times_hidden" in rule:
+        return f"{cfg.name(rule['times_hidden'])} × {cfg.name('hidden_size')}"
+    if "product" in rule:
+        return " × ".join(cfg.name(k) for k in rule["product"])
+    if "auto_ffn" in rule:
+        return f"{cfg.name(rule['auto_ffn']['size'])} (⅔·size FFN sizing: {', '.join(rule['auto_ffn'].values())})"
+    if "length" in rule:
+        return f"the length of {cfg.name(rule['length'])}"
+    if "scale_hidden" in rule:
+        return f"{cfg.name(rule['scale_hidden'])} × {cfg.name('hidden_size')}" + (
+            f", rounded up to a multiple of {cfg.name(rule['multiple_of'])}" if "multiple_of" in rule else "")
+    return "the family's rule"
 
 
-def _scalar(value: str) -> str:
-    text = str(value)
-    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-/ ]*", text) and not text.endswith(" "):
-        return text
-    return json.dumps(text)
-
-
-def _description(model_type, tied, spec, L, d, V) -> list:
+def _description(model_type, tied, spec, L, d, V) -> str:
     parts = [f"{model_type} decoder imported from its Hugging Face configuration:",
              f"{L} layers of width {d},"] + spec.summary
     parts.append(f"{'tied' if tied else 'untied'} vocabulary of {V}.")
-    return _wrap(" ".join(parts))
-
-
-def _wrap(text: str, width: int = 88) -> list:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + len(word) + 1 > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return lines + [line]
-
-
-def _with(items: list) -> list:
-    """`with:` lines, one binding per line with an optional comment."""
-    out = ["    with:"]
-    for key, value, comment in items:
-        text = f"      {key}: {value}"
-        out.append(f"{text:<39} # {comment}" if comment else text)
-    return out
+    return " ".join(parts)
 
 
 def _placement(cfg: Config, rule: dict, L: int, model_type: str) -> list:
@@ -436,12 +582,49 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
         d_h = cfg.int("head_dim")
         spec.dim("d_h", d_h, "head_dim")
     else:
+        d_h = d // n_q         # transformers' hidden_size // num_attention_heads
         if d % n_q:
-            raise cfg.error("num_attention_heads", f"hidden_size {d} is not divisible by {n_q} heads "
-                            "and there is no head_dim", "a head_dim field")
-        d_h = d // n_q
+            spec.notes.append(f"hidden_size {d} is not divisible by {n_q} heads and the config has no head_dim: "
+                              f"transformers' head_dim is the floor, {d_h}.")
         spec.dim("d_h", d_h, "hidden_size / num_attention_heads (no head_dim field)")
-    items += [("n_q", "n_q", ""), ("n_kv", "n_kv", ""), ("d_h", "d_h", "")]
+    items += [("n_q", "n_q", ""), ("n_kv", "n_kv", "")]
+    # per-layer head widths (a per_layer_config: {"05": {"head_dim": 512}, ...})
+    spec.head_dims = []
+    if fam.per_layer_config and cfg.has(fam.per_layer_config):
+        key = fam.per_layer_config
+        table = cfg.get(key)
+        if not isinstance(table, dict):
+            raise cfg.error(key, f"'{key}' must map layer indices to field overrides", '{"05": {"head_dim": 512}}')
+        widths = {}
+        for index, over in table.items():
+            if not (isinstance(index, str) and index.isdigit() and int(index) < L and isinstance(over, dict)):
+                raise cfg.error(key, f"'{key}' has an entry {json.dumps(index)} that is not a layer index below {L}",
+                                "layer indices as strings")
+            unknown = set(over) - {"head_dim"}
+            if unknown:
+                raise cfg.error(key, f"'{key}' overrides {sorted(unknown)} in layer {index}; the blocks model a "
+                                "per-layer head_dim only", "head_dim overrides")
+            value = over.get("head_dim", d_h)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise cfg.error(key, f"layer {index}'s head_dim must be a positive integer", "an integer")
+            if value != d_h:
+                widths.setdefault(value, []).append(int(index))
+        binding = "d_h"
+        for j, (value, layers) in enumerate(sorted(widths.items()), start=2):
+            spec.dim(f"d_h{j}", value, f"{key} head_dim (layers {_layer_set(sorted(layers))})")
+            spec.sets.append((f"head_dim{j}_layers", _layer_set(sorted(layers)), f"layers whose head_dim is {value}"))
+            spec.head_dims.append((f"d_h{j}", f"layer in head_dim{j}_layers"))
+            binding = f"if(layer in head_dim{j}_layers, d_h{j}, {binding})"
+        items.append(("d_h", binding, ""))
+    else:
+        items.append(("d_h", "d_h", ""))
+    spec.kv_bytes = "2*n_kv*{d_h}*ELT"
+    if fam.v_head_dim is not None and cfg.rule(fam.v_head_dim)[0] is not None:
+        d_v = cfg.rule_int(fam.v_head_dim, family=model_type)
+        if d_v != d_h:
+            spec.dim("d_v", d_v, _rule_text(cfg, fam.v_head_dim) + " (value heads narrower than the query/key heads)")
+            items.append(("d_v", "d_v", ""))
+            spec.kv_bytes = "n_kv*({d_h} + d_v)*ELT"
     # partial rotary: HF rotates int(fraction · head_dim) features of each head
     fraction, rot_field = cfg.rule(fam.rotary, 1)
     if rot_field is not None:
@@ -470,6 +653,14 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
         items.append(("attn_softcap", 1, f"{fam.attn_softcap} = {cfg.get(fam.attn_softcap)}"))
     if fam.sinks:
         items.append(("sinks", 1, "one learned attention-sink logit per head"))
+    if fam.q_gate:
+        items.append(("q_gate", 1, "an output gate from a second half of the Q projection"))
+    if fam.head_gate:
+        items.append(("head_gate", 1, "a per-head output gate d→n_q"))
+    if fam.attn_sub_norm:
+        items.append(("attn_sub_norm", 1, "a norm over the attention output before O"))
+    if fam.attn_extra:
+        items.append(("attn_extra", fam.attn_extra, "learned scalars inside the attention"))
     sliding, window = _window_layers(cfg, fam, L, model_type)
     if window is None:
         return None
@@ -481,7 +672,7 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
     if not sliding:
         return None
     spec.sets.append(("sliding_layers", _layer_set(sliding), f"sliding-window layers ({source})"))
-    return ("window", '"if(layer in sliding_layers, sliding_window, oo)"', "oo: full causal attention")
+    return ("window", "if(layer in sliding_layers, sliding_window, oo)", "oo: full causal attention")
 
 
 def _ssm_dims(cfg, fam, model_type, spec, d, items):
@@ -512,38 +703,181 @@ def _ssm_dims(cfg, fam, model_type, spec, d, items):
     if s.get("inner_norms"):
         items.append(("inner_norms", s["inner_norms"], "RMSNorms on Δ, B, C" +
                       (" (with weights)" if s["inner_norms"] == 1 else " (without weights)")))
-    spec.summary.append(f"Mamba-1 mixers (d_in {d_in}, state {N}, conv {d_conv}, dt rank {dt_rank}),")
+    spec.summary.append(f"selective-SSM mixers (d_in {d_in}, state {N}, conv {d_conv}, dt rank {dt_rank}),")
+
+
+def _ffn_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> list:
+    """'dense', 'moe' or 'none' for each layer, by the family's declared rule."""
+    if fam.ffn == "none":
+        return ["none"] * L
+    if fam.ffn != "moe":
+        return ["dense"] * L
+    rule = fam.moe_layers
+    if rule is not None and "period" in rule:
+        moe = set(_placement(cfg, rule, L, model_type))
+        return ["moe" if i in moe else "dense" for i in range(L)]
+    if rule is not None and "list" in rule and cfg.has(rule["list"]):
+        values = cfg.get(rule["list"])
+        if not isinstance(values, list) or not all(type(i) is int and 0 <= i < L for i in values):
+            raise cfg.error(rule["list"], f"'{cfg.name(rule['list'])}' must list layer indices below {L}",
+                            "a JSON list of layer indices")
+        return ["moe" if i in values else "dense" for i in range(L)]
+    if rule is not None and "types" in rule and cfg.has(rule["types"]):
+        values = cfg.get(rule["types"])
+        if not isinstance(values, list) or len(values) != L or not all(isinstance(v, str) for v in values):
+            raise cfg.error(rule["types"], f"'{cfg.name(rule['types'])}' must list one FFN type per layer ({L})",
+                            f"a JSON list of {L} names")
+        return ["moe" if v in rule["moe"] else "dense" for v in values]
+    if rule is not None and ("first_dense" in rule or "every" in rule):
+        # MoE when first_dense <= i <= last and (i + phase) % every == 0
+        first = cfg.rule_int(rule.get("first_dense", 0), 0, minimum=0, family=model_type)
+        last = cfg.rule_int(rule.get("last", L - 1), L - 1, minimum=0, family=model_type)
+        every = cfg.rule_int(rule.get("every", 1), 1, family=model_type)
+        phase = rule.get("phase", 0)
+        if first > L:
+            key = cfg.name(cfg.rule(rule["first_dense"])[1])
+            raise cfg.error(key, f"{key} {first} exceeds num_hidden_layers {L}", f"at most {L}")
+        return ["moe" if first <= i <= last and (i + phase) % every == 0 else "dense" for i in range(L)]
+    if rule is not None:        # a list or type field the config omits: every layer is MoE
+        return ["moe"] * L
+    if fam.sparse_step or cfg.has("mlp_only_layers") or cfg.has("decoder_sparse_step"):
+        only = cfg.get("mlp_only_layers", [])
+        step = cfg.int("decoder_sparse_step", 1, maximum=MAX_LAYERS)
+        if not isinstance(only, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < L
+                                             for i in only):
+            raise cfg.error("mlp_only_layers", "mlp_only_layers must list layer indices", f"integers in 0..{L - 1}")
+        return ["dense" if (i in only or (i + 1) % step) else "moe" for i in range(L)]
+    return ["moe"] * L
+
+
+def _declared_mixer(cfg: Config, fam: Family, mixer: dict, model_type: str, spec: _Spec, items: list,
+                    stores: dict, options: dict):
+    """A mixer declared in families.yaml `mixers:` (a layer template): its dimensions
+    read by rules (a family's mixer_dims replace some), its switches (flags: a block
+    parameter set to 1 when the rule is true), its block bindings, stores and options."""
+    values = {}
+    for dim, rule in {**mixer.get("dims", {}), **fam.mixer_dims}.items():
+        value = cfg.rule_int(rule, minimum=0, family=model_type)
+        values[dim] = value
+        spec.dim(dim, value, _rule_text(cfg, rule))
+    for key, value in mixer.get("with", {}).items():
+        items.append((key, value, ""))
+    for key, rule in mixer.get("flags", {}).items():
+        items.append((key, 1 if cfg.rule_flag(rule) else 0, ""))
+    for name, store in mixer.get("stores", {}).items():
+        stores[name] = dict(store)
+    options.update(mixer.get("options", {}))
+    spec.summary.append(mixer["summary"].format(**values) + ",")
+
+
+BUILTIN_CODES = {"attention": 1, "selective_ssm": 0}
+SET_NAMES = {"attention": "attn_layers"}
+
+
+def _layer_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> tuple[list, list]:
+    """The mixer of each layer, and each layer's FFN kind where the layer list fixes it
+    (None: the family's FFN rule decides). `layers:` forms (families.yaml):
+      {types: FIELD, map: {NAME: {mixer, ffn}}}      a per-layer list of names, or a string
+                                                      of one character per layer
+      {list: FIELD, listed: {mixer}, others: {mixer}} the listed layer indices
+      {every: FIELD, listed: {mixer}, others: {mixer}} layers i with (i + 1) % every == 0
+    each with `default: {mixer}` for a config that omits the field."""
+    rule = fam.layers
+    if fam.mixer == "attention_or_ssm":
+        attn = set(_placement(cfg, fam.attn_layers, L, model_type))
+        return ["attention" if i in attn else "selective_ssm" for i in range(L)], [None] * L
+    if rule is None:
+        return [fam.mixer] * L, [None] * L
+    entries = None
+    if "types" in rule and cfg.has(rule["types"]):
+        key = rule["types"]
+        values = cfg.get(key)
+        names = list(values) if isinstance(values, str) else values
+        if not isinstance(names, list) or len(names) != L:
+            raise cfg.error(key, f"'{cfg.name(key)}' must give one layer type per layer ({L})",
+                            f"a list of {L} names or a string of {L} characters")
+        for name in names:
+            if not isinstance(name, str) or name not in rule["map"]:
+                raise cfg.error(key, f"unknown layer type {json.dumps(name)} in '{cfg.name(key)}' for model_type "
+                                f"{model_type}", " or ".join(sorted(rule["map"])))
+        entries = [rule["map"][name] for name in names]
+    elif "cycle" in rule and cfg.has(rule["cycle"]):      # a pattern repeated over the layers
+        key = rule["cycle"]
+        names = cfg.get(key)
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n in rule["map"] for n in names):
+            raise cfg.error(key, f"'{cfg.name(key)}' must list layer types that repeat over the layers",
+                            " or ".join(sorted(rule["map"])))
+        entries = [rule["map"][names[i % len(names)]] for i in range(L)]
+    elif "list" in rule and cfg.has(rule["list"]):
+        key = rule["list"]
+        values = cfg.get(key)
+        if not isinstance(values, list) or not all(type(i) is int and 0 <= i < L for i in values):
+            raise cfg.error(key, f"'{cfg.name(key)}' must list layer indices below {L}", "a JSON list")
+        entries = [rule["listed"] if i in values else rule["others"] for i in range(L)]
+    elif "every" in rule and cfg.has(rule["every"]):
+        every = cfg.int(rule["every"], family=model_type, maximum=MAX_LAYERS)
+        entries = [rule["listed"] if (i + 1) % every == 0 else rule["others"] for i in range(L)]
+    else:
+        entries = [rule.get("default", {"mixer": fam.mixer})] * L
+    return [e.get("mixer", fam.mixer) for e in entries], [e.get("ffn") for e in entries]
+
+
+def _mixer_code(kind: str):
+    return BUILTIN_CODES[kind] if kind in BUILTIN_CODES else MIXERS[kind]["code"]
 
 
 def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int):
-    """Attention, Mamba and hybrid decoders: one hf_decoder_layer segment over 0..L-1
-    whose per-layer switches are layer sets."""
+    """One hf_decoder_layer segment over 0..L-1 whose per-layer switches are layer
+    sets: ([stack segment], {store: declaration}, {option: declaration})."""
     items = [("d", "d", "")]
-    state = []
-    attn_set = None
-    if fam.mixer == "hybrid":
-        attn = _placement(cfg, fam.attn_layers, L, model_type)
-        spec.sets.append(("attn_layers", _layer_set(attn) if attn else "none",
-                          f"attention layers ({fam.attn_layers['period']}, {fam.attn_layers['offset']})"))
-        attn_set = "layer in attn_layers"
-    has_attn = fam.mixer != "mamba"
-    has_mamba = fam.mixer != "attention"
+    state, stores, options = [], {}, {}
+    mixers, fixed_ffn = _layer_kinds(cfg, fam, model_type, L)
+    present = list(dict.fromkeys(mixers))
+    when = {}                   # mixer kind -> the condition of its layers (none when every layer has it)
+    if len(present) > 1:
+        for kind in present:
+            name = SET_NAMES.get(kind, f"{kind}_layers")
+            layers = [i for i, m in enumerate(mixers) if m == kind]
+            spec.sets.append((name, _layer_set(layers), f"layers whose mixer is {kind}"))
+            when[kind] = f"layer in {name}"
+        expr = str(_mixer_code(present[-1]))
+        for kind in reversed(present[:-1]):
+            expr = f"if({when[kind]}, {_mixer_code(kind)}, {expr})"
+        items.append(("mixer", expr, "each layer's mixer"))
+    elif present[0] != "attention":
+        items.append(("mixer", _mixer_code(present[0]), f"every layer's mixer is {present[0]}"))
+    # kinds that cache K/V (attention, or a declared mixer with `attention: true`), and kinds
+    # that only read the attention's dimensions (`attention_dims: true`)
+    has_attn = any(k == "attention" or MIXERS.get(k, {}).get("attention") for k in present)
+    needs_dims = has_attn or any(MIXERS.get(k, {}).get("attention_dims") for k in present)
+    has_ssm = "selective_ssm" in present
     window = None
-    if has_attn:
+    if needs_dims:
         window = _attention_dims(cfg, fam, model_type, spec, d, L, items)
         dims = {n: v for n, v, _ in spec.dims}
         spec.summary.append(f"grouped-query attention ({dims['n_q']} query / {dims['n_kv']} KV heads "
-                            f"of {dims['d_h']}){' in the attention layers' if has_mamba else ''},")
-    if has_mamba:
+                            f"of {dims['d_h']}){' in the attention layers' if len(present) > 1 else ''},")
+    if has_ssm:
         _ssm_dims(cfg, fam, model_type, spec, d, items)
-        if attn_set:
-            items.append(("mixer", f'"{attn_set}"', "attention layers; the others are Mamba layers"))
-        else:
-            items.append(("mixer", 0, "every layer is a Mamba layer"))
+    for kind in present:
+        if kind in MIXERS:
+            _declared_mixer(cfg, fam, MIXERS[kind], model_type, spec, items, stores, options)
+            for decl in MIXERS[kind].get("state", []):
+                state.append(dict(decl, **({"when": when[kind]} if kind in when else {})))
 
+    for key, value in fam.layer_bindings.items():     # per-layer switches the family states as expressions
+        items.append((key, value, "the family's per-layer rule"))
     # norms and residuals
+    if fam.ffn_sub_norm:
+        items.append(("ffn_sub_norm", 1, "a norm over the FFN's hidden width before down"))
+    if fam.act_scalars:
+        items.append(("act_scalars", fam.act_scalars, "the learned activation's stored scalars"))
+    if fam.layer_scalars:
+        items.append(("scalars", fam.layer_scalars, "stored per-layer output scalars"))
     if fam.norm == "layernorm":
         items.append(("norm_bias", 1, "LayerNorms with bias"))
+    if fam.norm == "none":
+        items.append(("norm_weight", 0, "norms without learned parameters"))
     if fam.norm_layout == "post":
         items.append(("pre_norm", 0, "norms after each sub-block only"))
     if fam.norm_layout in ("pre_post", "post"):
@@ -557,59 +891,59 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         if norms == 2:
             items.append(("parallel_norms", 2, "the FFN has its own norm"))
 
-    # feed-forward
-    kinds = ["none"] * L if fam.ffn == "none" else ["dense"] * L
-    if fam.ffn == "moe":
+    # feed-forward: the layer list's kind where it fixes one, else the family's rule
+    kinds = [fixed or rule for fixed, rule in zip(fixed_ffn, _ffn_kinds(cfg, fam, model_type, L))]
+    if "moe" in kinds:
         E = cfg.int(fam.experts_field, family=model_type)
         k = cfg.int("num_experts_per_tok", cfg.get("experts_per_token"), family=model_type)
         f_e = cfg.int(fam.expert_width_field, family=model_type)
-        spec.dim("E", E, fam.experts_field)
+        spec.dim("E", E, cfg.name(fam.experts_field))
         if k > E:
             raise cfg.error("num_experts_per_tok", f"num_experts_per_tok {k} exceeds the {E} experts", f"at most {E}")
         spec.dim("k", k, "num_experts_per_tok")
-        spec.dim("f_e", f_e, fam.expert_width_field)
-        if fam.moe_layers is not None:
-            moe = set(_placement(cfg, fam.moe_layers, L, model_type))
-            kinds = ["moe" if i in moe else "dense" for i in range(L)]
-        elif fam.sparse_step or cfg.has("mlp_only_layers") or cfg.has("decoder_sparse_step"):
-            only = cfg.get("mlp_only_layers", [])
-            step = cfg.int("decoder_sparse_step", 1, maximum=MAX_LAYERS)
-            if not isinstance(only, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < L
-                                                 for i in only):
-                raise cfg.error("mlp_only_layers", "mlp_only_layers must list layer indices", f"integers in 0..{L - 1}")
-            kinds = ["dense" if (i in only or (i + 1) % step) else "moe" for i in range(L)]
-        else:
-            kinds = ["moe"] * L
+        spec.dim("f_e", f_e, cfg.name(fam.expert_width_field))
     if "dense" in kinds:
         f = cfg.rule_int(fam.ffn_width, family=model_type)
-        source = fam.ffn_width if isinstance(fam.ffn_width, str) else fam.ffn_width.get("field")
-        if isinstance(fam.ffn_width, dict) and not cfg.has(source):
-            source = f"{source} (absent: {fam.ffn_width['default_times_hidden']} × hidden_size)"
-        spec.dim("f", f, source + (" (dense layers)" if "moe" in kinds else ""))
-        items.append(("f", "f", ""))
+        spec.dim("f", f, _rule_text(cfg, fam.ffn_width) + (" (dense layers)" if "moe" in kinds else ""))
+        if "none" in kinds:
+            dense_layers = [i for i, kd in enumerate(kinds) if kd == "dense"]
+            spec.sets.append(("dense_layers", _layer_set(dense_layers), "layers with a dense FFN"))
+            items.append(("f", "if(layer in dense_layers, f, 0)", "the other layers have none"))
+        else:
+            items.append(("f", "f", ""))
         if fam.mlp == "plain":
             items.append(("glu", 0, "plain MLP: up, activation, down"))
         if cfg.rule_flag(fam.mlp_bias):
             items.append(("mlp_bias", 1, "biases on the MLP matrices"))
     if "moe" in kinds:
-        if "dense" in kinds:
+        if "dense" in kinds or "none" in kinds:
             moe_layers = [i for i, kd in enumerate(kinds) if kd == "moe"]
             spec.sets.append(("moe_layers", _layer_set(moe_layers), "layers with a mixture-of-experts FFN"))
-            items.append(("E", '"if(layer in moe_layers, E, 0)"', "the other layers are dense"))
+            items.append(("E", "if(layer in moe_layers, E, 0)", "the other layers are dense"))
         else:
             items.append(("E", "E", ""))
         items += [("k", "k", ""), ("f_e", "f_e", "")]
+        f_s = 0
         if fam.shared_expert_field:
             f_s = cfg.int(fam.shared_expert_field, 0, minimum=0)
-            spec.dim("f_s", f_s, fam.shared_expert_field)
-            if f_s:
-                items.append(("f_s", "f_s", "shared expert"))
-                if fam.shared_gate:
-                    items.append(("shared_gate", 1, "sigmoid gate d→1 on the shared expert"))
+            spec.dim("f_s", f_s, cfg.name(fam.shared_expert_field))
+        elif fam.shared_experts:
+            count = cfg.rule_int(fam.shared_experts["count"], 0, minimum=0, family=model_type)
+            width = cfg.rule_int(fam.shared_experts["width"], family=model_type)
+            f_s = count * width
+            spec.dim("f_s", f_s, f"{fam.shared_experts['count']} × {cfg.name(fam.shared_experts['width'])}")
+        if f_s:
+            items.append(("f_s", "f_s", "shared expert"))
+            if fam.shared_gate:
+                items.append(("shared_gate", 1, "sigmoid gate d→1 on the shared expert"))
         if fam.router_bias:
-            items.append(("router_bias", 1, "the router linear has a bias"))
+            items.append(("router_bias", 1, "the router's E-entry bias"))
         if fam.expert_bias:
             items.append(("expert_bias", 1, "per-expert biases on gate/up and down"))
+        if fam.moe_out_bias:
+            items.append(("moe_out_bias", 1, "one output bias on the MoE block"))
+        if not fam.expert_glu:
+            items.append(("expert_glu", 0, "two-matrix experts (up, activation, down)"))
     dims = {n: v for n, v, _ in spec.dims}
     if "moe" in kinds:
         spec.summary.append(f"MoE of {dims['E']} experts of {dims['f_e']} (top-{dims['k']})"
@@ -619,94 +953,54 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
                             + (" in the other layers," if "moe" in kinds else ","))
     if window:
         items.append(window)
+    shared = cfg.int(fam.kv_shared_layers, 0, minimum=0, maximum=L) if fam.kv_shared_layers else 0
+    if shared:      # the last `shared` layers reuse earlier layers' K/V: no projections, no cache of their own
+        spec.dim("kv_shared", shared, cfg.name(fam.kv_shared_layers))
+        spec.sets.append(("kv_shared_layers", _layer_set(list(range(L - shared, L))),
+                          "layers that read an earlier layer's K/V cache"))
+        items.append(("kv_proj", "if(layer in kv_shared_layers, 0, 1)", "KV-sharing layers have no K/V projections"))
+    if fam.kv_heads_by_layer and any(n == fam.kv_heads_by_layer["set"] for n, _, _ in spec.sets):
+        name, factor = fam.kv_heads_by_layer["set"], fam.kv_heads_by_layer["factor"]
+        items.append(("n_kv", f"if(layer in {name}, {factor}*n_kv, n_kv)", f"{factor}× the K/V heads in {name}"))
+        spec.kv_sets.append((name, factor))
+    items.append(("rect", "rect", "option attention"))
+
+    segment = {"name": "layers", "layers": "0..L-1", "block": "hf_decoder_layer",
+               "with": {key: value for key, value, _ in items}}
+    entries = "min(H, window)" if window else "H"
     if has_attn:
-        items.append(("rect", "rect", "option attention"))
-
-    lines = ["  - name: layers", "    layers: 0..L-1", "    block: hf_decoder_layer"]
-    lines += _with(items)
-    stores = []
-    entries = '"min(H, window)"' if window else "H"
-    when = f", when: {attn_set}" if attn_set else ""
-    if has_attn:
-        state.append(("state", f"{{store: kv, entries: {entries}{when}}}"))
-        stores.append(("kv", ["kv"], "K and V of an attention layer, n_kv heads of d_h, per cached token",
-                       "2*n_kv*d_h*ELT", "n_kv"))
-    if has_mamba:
-        mwhen = f", when: not ({attn_set})" if attn_set else ""
-        state.append(("state", f"{{store: conv_state, entries: 1{mwhen}}}"))
-        state.append(("state", f"{{store: ssm_state, entries: 1{mwhen}}}"))
-        stores.append(("conv_state", ["ssm"], "short-convolution buffer of a Mamba layer (d_conv − 1 inputs "
-                       "over d_in channels)", "(d_conv - 1)*d_in*ELT"))
-        stores.append(("ssm_state", ["ssm"], "SSM state of a Mamba layer, d_in × N", "d_in*N*ELT"))
-    lines.append("    state:")
-    lines += [f"      - {decl}" for kind, decl in state]
-    lines.append("    reads:")
-    lines += [f"      - {decl}" for kind, decl in state]
-    return lines, stores, []
-
-
-def _mla(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int):
-    heads = cfg.int("num_attention_heads", family=model_type)
-    spec.dim("heads", heads, "num_attention_heads")
-    q_rank = cfg.get("q_lora_rank")
-    if q_rank is None:
-        spec.dim("q_rank", 0, "q_lora_rank (null: one d→heads·(qk_nope+qk_rope) query projection)")
-    else:
-        spec.dim("q_rank", cfg.int("q_lora_rank"), "q_lora_rank")
-    spec.dim("kv_rank", cfg.int("kv_lora_rank", family=model_type), "kv_lora_rank")
-    spec.dim("qk_nope", cfg.int("qk_nope_head_dim", family=model_type), "qk_nope_head_dim")
-    spec.dim("qk_rope", cfg.int("qk_rope_head_dim", family=model_type), "qk_rope_head_dim")
-    spec.dim("v_head", cfg.int("v_head_dim", family=model_type), "v_head_dim")
-    spec.dim("f", cfg.int("intermediate_size", family=model_type), "intermediate_size (dense layers)")
-    E = cfg.int(fam.experts_field, family=model_type)
-    spec.dim("E", E, fam.experts_field)
-    k = cfg.int("num_experts_per_tok", family=model_type)
-    spec.dim("k", k, "num_experts_per_tok")
-    f_e = cfg.int(fam.expert_width_field, family=model_type)
-    spec.dim("f_e", f_e, fam.expert_width_field)
-    n_shared = cfg.int("n_shared_experts", 0, minimum=0)
-    spec.dim("n_shared", n_shared, "n_shared_experts")
-    first = cfg.int("first_k_dense_replace", 0, minimum=0, maximum=MAX_LAYERS)
-    if first > L:
-        raise cfg.error("first_k_dense_replace", f"first_k_dense_replace {first} exceeds num_hidden_layers {L}",
-                        f"at most {L}")
-    spec.dim("first_dense", first, "first_k_dense_replace (dense FFN layers before the MoE layers)")
-    if cfg.int("moe_layer_freq", 1) != 1:
-        raise cfg.error("moe_layer_freq", "moe_layer_freq other than 1 is not supported "
-                        "(Hugging Face's model makes every layer from first_k_dense_replace on an MoE layer)", "1")
-    if cfg.has("num_nextn_predict_layers") and cfg.get("num_nextn_predict_layers"):
-        spec.notes.append(f"num_nextn_predict_layers = {cfg.get('num_nextn_predict_layers')}: the multi-token "
-                          "prediction module of the checkpoint is not part of the Hugging Face model and not "
-                          "modelled here.")
-    if fam.router_bias:
-        spec.notes.append("The router's E-entry score-correction bias (e_score_correction_bias) is counted as "
-                          "parameters (transformers keeps it as a buffer).")
-    spec.summary.append(f"multi-head latent attention ({heads} heads), MoE of {E} experts of {f_e} (top-{k}),")
-    attn = [("d", "d", ""), ("heads", "heads", ""), ("q_rank", "q_rank", ""), ("kv_rank", "kv_rank", ""),
-            ("qk_nope", "qk_nope", ""), ("qk_rope", "qk_rope", ""), ("v", "v_head", "")]
-    tail = [("rect", "rect", "option attention"), ("compressed", "mla_compressed", "option mla")]
-    lines = []
-    if first > 0:
-        lines += ["  - name: dense_layers", "    layers: 0..first_dense-1", "    block: hf_mla_layer"]
-        lines += _with(attn + [("f", "f", "dense SwiGLU FFN")] + tail)
-    if first < L:
-        lines += ["  - name: moe_layers", f"    layers: {'first_dense' if first else '0'}..L-1",
-                  "    block: hf_mla_layer"]
-        moe = [("E", "E", ""), ("k", "k", ""), ("f_e", "f_e", ""), ("f_s", "n_shared*f_e", "shared experts")]
-        if fam.router_bias:
-            moe.append(("router_bias", 1, "e_score_correction_bias"))
-        lines += _with(attn + moe + tail)
-    stores = [("mla_latent", ["kv"], "compressed path — the latent and the rotary key per cached token",
-               "(kv_rank + qk_rope)*ELT", "replicated"),
-              ("mla_kv", ["kv"], "expanded path — per-head K (qk_nope+qk_rope) and V per cached token",
-               "heads*(qk_nope + qk_rope + v_head)*ELT", "heads")]
-    options = ["  mla:",
-               "    doc: MLA execution path (same parameters); Hugging Face runs the expanded one",
-               "    default: expanded",
-               "    choices:",
-               "      expanded: {mla_compressed: 0}",
-               "      compressed: {mla_compressed: 1}"]
-    return lines, stores, options
+        attn_kinds = [k for k in present if k == "attention" or MIXERS.get(k, {}).get("attention")]
+        conds = [when[k] for k in attn_kinds if k in when]
+        attn_when = " or ".join(conds)
+        # layers whose K/V differ (wider heads, more K/V heads) keep their own store
+        variants = [(f"kv{j}", cond, spec.kv_bytes.format(d_h=dim), f"whose heads are {dim} wide")
+                    for j, (dim, cond) in enumerate(spec.head_dims, start=2)]
+        variants += [(f"kv_{name}", f"layer in {name}", f"{factor}*" + spec.kv_bytes.format(d_h="d_h"),
+                      f"in {name} ({factor}× the K/V heads)") for name, factor in spec.kv_sets]
+        if any(n == "kv_shared_layers" for n, _, _ in spec.sets):
+            attn_when = f"({attn_when}) and not (layer in kv_shared_layers)" if attn_when else \
+                "not (layer in kv_shared_layers)"
+        base_when = " and ".join(([f"({attn_when})"] if attn_when else []) + [f"not ({c})" for _, c, _, _ in variants])
+        state.append({"store": "kv", "entries": entries, **({"when": base_when} if base_when else {})})
+        stores["kv"] = {"tags": ["kv"], "doc": "K and V of an attention layer, n_kv heads of d_h, per cached token",
+                        "bytes": spec.kv_bytes.format(d_h="d_h"), "shard": "n_kv"}
+        for name, cond, size, what in variants:
+            state.append({"store": name, "entries": entries, "when": f"({attn_when}) and {cond}" if attn_when else cond})
+            stores[name] = {"tags": ["kv"], "doc": f"K and V of the attention layers {what}", "bytes": size,
+                            "shard": "n_kv"}
+    if has_ssm:
+        mwhen = {"when": when["selective_ssm"]} if "selective_ssm" in when else {}
+        state += [{"store": "conv_state", "entries": 1, **mwhen}, {"store": "ssm_state", "entries": 1, **mwhen}]
+        stores["conv_state"] = {"tags": ["ssm"], "doc": "short-convolution buffer of a selective-SSM layer (d_conv − 1 "
+                                "inputs over d_in channels)", "bytes": "(d_conv - 1)*d_in*ELT"}
+        stores["ssm_state"] = {"tags": ["ssm"], "doc": "SSM state of a selective-SSM layer, d_in × N", "bytes": "d_in*N*ELT"}
+    if state:
+        segment["state"] = state
+        segment["reads"] = [dict(s) for s in state]
+    for note in fam.notes:
+        if cfg.get(note["field"]):
+            spec.notes.append(note["text"].format(value=cfg.get(note["field"])))
+    return [segment], stores, options
 
 
 def write_spec(config_path: str, out_path: str, name: str | None = None) -> str:

@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from specc.cli import main
@@ -132,11 +133,16 @@ def test_written_config_imports_to_its_hand_total(name, tmp_path):
 
 
 def test_every_family_has_a_config_with_a_checked_total():
-    """Each model_type of specs/hf/families.yaml is covered by a real or written config."""
+    """Each model_type of specs/hf/families.yaml is covered by a real or written config, or
+    by transformers' default config of the type (tests/test_hf_types.py checks it exactly)."""
     covered = set()
-    for path in list(REAL.glob("*.json")) + list(WRITTEN.glob("*.json")) + list(TINY.glob("*.json")):
-        covered.add(json.loads(path.read_text())["model_type"])
-    assert covered == set(FAMILIES)
+    corpus = TINY / "transformers"
+    for path in (list(REAL.glob("*.json")) + list(WRITTEN.glob("*.json")) + list(TINY.glob("*.json"))
+                 + list(corpus.glob("*.json"))):
+        data = json.loads(path.read_text())
+        covered.add(data.get("model_type"))
+        covered.add((data.get("text_config") or {}).get("model_type"))
+    assert set(FAMILIES) <= covered, set(FAMILIES) - covered
 
 
 def test_params_group_breakdown(tmp_path):
@@ -171,7 +177,7 @@ def expected_params(cfg: dict) -> int:
     per_layer = []
     for layer in range(L):
         p = 2 * d                                                        # two RMSNorms
-        if fam.attention == "mla":
+        if fam.mixer == "mla":
             q_rank, kv_rank = cfg.get("q_lora_rank"), cfg["kv_lora_rank"]
             nope, rope, v = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
             p += (d * q_rank + q_rank + q_rank * n_q * (nope + rope)) if q_rank else d * n_q * (nope + rope)
@@ -193,7 +199,7 @@ def expected_params(cfg: dict) -> int:
         if fam.ffn == "dense":
             f = cfg["intermediate_size"]
             p += 3 * d * f + (2 * f + d if cfg.get("mlp_bias") else 0)
-        elif fam.ffn == "dense_then_moe" and layer < cfg.get("first_k_dense_replace", 0):
+        elif fam.shared_experts and layer < cfg.get("first_k_dense_replace", 0):
             p += 3 * d * cfg["intermediate_size"]
         elif mt == "qwen3_moe" and (layer in cfg.get("mlp_only_layers", [])
                                     or (layer + 1) % cfg.get("decoder_sparse_step", 1)):
@@ -206,7 +212,7 @@ def expected_params(cfg: dict) -> int:
                 p += E
             if fam.expert_bias:
                 p += E * (2 * f_e + d)
-            if fam.ffn == "dense_then_moe":
+            if fam.shared_experts:
                 p += 3 * d * f_e * cfg.get("n_shared_experts", 0)
         per_layer.append(p)
     return total + sum(per_layer)
@@ -236,9 +242,52 @@ def test_output_is_deterministic_and_commented(tmp_path):
     assert "sliding_layers: 0, 2" in first and "sinks: 1" in first
 
 
-def test_imports_are_relative_to_the_output(tmp_path):
+def test_imported_spec_is_portable(tmp_path, monkeypatch):
+    """The spec imports lib/... from the search path: moved to an unrelated folder
+    (no specs/lib/ above it), evaluated from another working directory, it still works."""
     text = import_config(str(TINY / "llama.json"), out_path=str(LIB_DIR.parent / "x.yaml"))
-    assert "imports: [lib/core.yaml, lib/hf_families.yaml]" in text
+    assert yaml.safe_load(text)["imports"] == ["lib/core.yaml", "lib/hf_families.yaml"]
+    assert ".." not in text.split("dims:")[0]
+    elsewhere = tmp_path / "a" / "b" / "c" / "d" / "moved.yaml"
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert _query(elsewhere, "params()") == expected_params(json.loads((TINY / "llama.json").read_text()))
+
+
+def test_config_values_cannot_change_the_spec(tmp_path):
+    """Names and text from config.json go through the YAML serializer: a value with
+    newlines, quotes or YAML syntax stays one string, and a file name with a newline
+    stays inside its comment."""
+    cfg = json.loads((TINY / "llama.json").read_text())
+    evil = "x\nstack: []\n# ': {a: b}\n  - name: evil"
+    cfg["_name_or_path"] = evil
+    cfg["architectures"] = ["LlamaForCausalLM\nimports: [../../etc/passwd]"]
+    folder = tmp_path / "odd\nname: 1"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    out = tmp_path / "evil.yaml"
+    text = write_spec(str(folder), str(out))
+    spec = yaml.safe_load(text)
+    assert spec["model"] == evil and spec["imports"] == ["lib/core.yaml", "lib/hf_families.yaml"]
+    assert "\nimports: [../../etc/passwd]" in spec["source"]
+    assert [s["name"] for s in spec["stack"]] == ["embed", "layers", "head"]
+    assert _query(out, "params()") == expected_params(cfg)
+
+
+def test_unknown_dtype_is_located(tmp_path):
+    path = _mutated(tmp_path, "llama", torch_dtype="float7")
+    with pytest.raises(SpecError) as info:
+        import_config(str(path))
+    assert "unknown torch_dtype" in info.value.message and '"torch_dtype"' in info.value.loc.line_text()
+
+
+def test_unknown_model_type_says_how_to_add_a_family(tmp_path):
+    path = _mutated(tmp_path, "llama", model_type="brand_new")
+    with pytest.raises(SpecError) as info:
+        import_config(str(path))
+    assert "specs/hf/families.yaml" in info.value.message and "Adding a Hugging Face family" in info.value.message
+    assert '"model_type"' in info.value.loc.line_text()
 
 
 def test_tied_embeddings_count_the_table_once(tmp_path):
@@ -279,7 +328,7 @@ def _mutated(tmp_path, base: str, **changes) -> Path:
 
 
 BAD = [
-    ("llama", {"model_type": "bloom"}, "unknown model_type 'bloom'", "model_type"),
+    ("llama", {"model_type": "no_such_family"}, "unknown model_type 'no_such_family'", "model_type"),
     ("llama", {"rope_scaling": {"rope_type": "weird", "factor": 2}}, "unknown rope_scaling type 'weird'", "rope_type"),
     ("mistral", {"attention_bias": True}, "'attention_bias: true' is not supported for model_type mistral",
      "attention_bias"),
@@ -333,10 +382,10 @@ def test_cli_import_then_eval(tmp_path):
 
 
 def test_cli_error_exit_2_without_traceback(tmp_path):
-    path = _mutated(tmp_path, "llama", model_type="bloom")
+    path = _mutated(tmp_path, "llama", model_type="no_such_family")
     result = CliRunner().invoke(main, ["import-hf", str(path), "-o", str(tmp_path / "x.yaml")])
     assert result.exit_code == 2
-    assert "unknown model_type 'bloom'" in result.output and "Traceback" not in result.output
+    assert "unknown model_type 'no_such_family'" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "x.yaml").exists()
 
 
@@ -367,7 +416,7 @@ def test_dataflow_has_no_dead_ends(tmp_path):
     """Every op's output is read by a later op, or is a layer group's or the head's output
     (MLA's rope lives in lib/mla.yaml and is not an import-hf block)."""
     configs = [p for p in list(TINY.glob("*.json")) + list(REAL.glob("*.json")) + list(WRITTEN.glob("*.json"))
-               if FAMILIES[json.loads(p.read_text())["model_type"]].attention != "mla"]
+               if FAMILIES[json.loads(p.read_text())["model_type"]].mixer != "mla"]
     for path in configs:
         graph = compile_spec(load_spec(_imported(path, tmp_path, path.stem))).graph
         sinks = {n for n in graph.nodes if graph.out_degree(n) == 0}
