@@ -229,23 +229,23 @@ def simulate(asker, facts: LayoutFacts, dep: Deployment, requests: int = 10000, 
     if n_fit < 1:
         raise ValueError("nothing fits: the deployment cannot hold one request")
     if dep.mode == AGGREGATED:
-        where = _split(t, requests, dep.dp, rng)
-        for k in range(dep.dp):
+        where = _split(t, requests, dep.replicas, rng)
+        for k in range(dep.replicas):
             ids = np.flatnonzero(where == k)
             _instance(steps, arr[ids].tolist(), ids.tolist(), n_fit, isl, osl, first, finish, True,
                       samples if k == 0 else None, skip)
     else:
-        where = _split(t, requests, dep.dp_prefill, rng)
+        where = _split(t, requests, dep.prefill_replicas, rng)
         ready = np.empty(requests)
         t_p = {i: sum(c) for i, c in steps.chunks.items()}
-        for k in range(dep.dp_prefill):                  # FIFO prefill servers (Lindley)
+        for k in range(dep.prefill_replicas):                  # FIFO prefill servers (Lindley)
             free = 0.0
             for rid in np.flatnonzero(where == k).tolist():
                 free = max(free, arr[rid]) + t_p[isl[rid]]
                 ready[rid] = free + steps.kv[isl[rid]]
         order = np.argsort(ready, kind="stable")
-        to = _split(t, requests, dep.dp, rng)[order]
-        for k in range(dep.dp):
+        to = _split(t, requests, dep.replicas, rng)[order]
+        for k in range(dep.replicas):
             ids = order[to == k]
             _instance(steps, ready[ids].tolist(), ids.tolist(), n_fit, isl, osl, first, finish, False,
                       samples if k == 0 else None, skip)
