@@ -64,6 +64,7 @@ def to_json(plan) -> str:
         "best_per_device": {d: deployment_json(plan, ev) for d, ev in plan.best_per_device.items()},
         "closest": deployment_json(plan, plan.closest) if plan.closest else None,
         "message": no_fit_message(plan) if plan.chosen is None else None,
+        "notes": plan.notes,
     }
     return json.dumps(out, indent=2)
 
@@ -115,7 +116,8 @@ def to_text(plan) -> str:
              "mix " + ", ".join(f"{float(p):.0%} ISL {i} OSL {g}" for p, i, g in t.mix))
     lines = [f"plan for {plan.spec}: {t.rate} req/s ({t.arrivals}), {shape}; targets "
              f"TTFT {_target(plan.targets.ttft)}, TPOT {_target(plan.targets.tpot)} ({_statistic(plan)})",
-             f"searched {plan.candidates:,} deployments over {plan.layouts} layouts in {plan.seconds:.2f} s"]
+             f"searched {plan.candidates:,} deployments over {plan.layouts} layouts in {plan.seconds:.2f} s",
+             *[f"  note: {n}" for n in plan.notes]]
     if plan.chosen is None:
         lines.append(no_fit_message(plan))
         return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ..dsl.errors import SpecError
 from .queries import Asker, Layout, Queries
 from .serving import (AGGREGATED, DISAGGREGATED, Deployment, EngineRules, LayoutFacts, Targets, Traffic,
                       chunks, decode_steps, evaluate, mean_context)
@@ -56,6 +57,7 @@ class Plan:
     closest: object = None          # the nearest miss when nothing fits
     candidates: int = 0
     layouts: int = 0
+    notes: list = field(default_factory=list)     # what the search left out, and why
     seconds: float = 0.0
     search_seconds: float = 0.0
 
@@ -215,8 +217,13 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
                      gpus=(dp * per).astype(np.int64), batch=b, tpot=tpot, ttft=ttft,
                      r_mem=r_mem, r_tpot=r_tpot, r_ttft=r_ttft, r_gain=r_gain)
             count += most
+        t_kv = None
         if DISAGGREGATED in space.modes and most >= 2:
-            t_kv = float(facts.kv_transfer().value)
+            try:
+                t_kv = float(facts.kv_transfer().value)
+            except SpecError as exc:     # a device file without a scale-out link: no disaggregated candidates
+                facts.kv_refused = exc.message
+        if t_kv is not None:
             n = np.arange(1, most, dtype=np.float64)
             # every (prefill, decode) pair with prefill + decode ≤ most
             pp_, dd_ = np.meshgrid(n, n, indexing="ij")
@@ -275,6 +282,11 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
         t0 = time.perf_counter()
         plan.candidates += _screen(asker, facts, i, traffic, targets, space, cols)
         screen_time += time.perf_counter() - t0
+        refused = getattr(facts, "kv_refused", None)
+        if refused:
+            note = f"{lay.device}: no disaggregated deployments ({refused.splitlines()[0]})"
+            if note not in plan.notes:
+                plan.notes.append(note)
         plan.layouts += 1
         if i + 1 == len(lays) or lays[i + 1].device != lay.device:
             done_devices.append(lay.device)

@@ -68,6 +68,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ..dsl.errors import SpecError
 from .figures import Figure
 from .queries import Asker, Layout
 
@@ -368,7 +369,12 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
         lam_p = Figure.number(Fraction(t.rate) / dep.prefill_replicas)
         rho = lam_p * tp
         ev.figures["prefill_time"] = tp
-        kv = facts.kv_transfer()
+        try:
+            kv = facts.kv_transfer()
+        except SpecError as exc:      # e.g. a device file that gives no scale-out link
+            ev.ratios = {"memory": Fraction(0), "TPOT": INF, "TTFT": INF}
+            ev.note = f"the KV transfer cannot be timed: {exc.message}"
+            return ev
         ev.figures["kv_transfer"] = kv
         k = Fraction(t.rate) / dep.replicas * g1
         b = facts.running_batch(k, guess)

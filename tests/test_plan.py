@@ -346,3 +346,15 @@ def test_a_layout_the_engine_refuses_for_fit_is_no_candidate():
     bf16 = run_plan(spec, 2, 1000, 200, tpot="100 ms", devices=("h200",), max_gpus=8, tp=(8,), dp=(1,),
                     formats=["bf16"], mode="aggregated")
     assert bf16.chosen is None and "binding limit is memory" in report.no_fit_message(bf16)
+
+
+def test_a_device_without_a_scale_out_link_has_no_disaggregated_candidates():
+    """mi300x's device file gives no scale-out NIC: the KV transfer cannot be timed, so its
+    disaggregated deployments are left out, and the plan says so."""
+    found = run_plan(SPECS / "qwen3_8b.yaml", 5, 1000, 200, tpot="30 ms", devices=("mi300x",), max_gpus=2)
+    assert found.chosen is not None and found.chosen.deployment.mode == "aggregated"
+    assert found.notes and "no disaggregated deployments" in found.notes[0] and "scale_out_link" in found.notes[0]
+    assert json.loads(report.to_json(found))["notes"] == found.notes
+    with pytest.raises(specc.Error, match="scale_out_link"):
+        specc.load("qwen3_8b").simulate(rate=5, isl=1000, osl=200, device="mi300x", mode="disaggregated",
+                                        prefill_replicas=1, requests=100)
