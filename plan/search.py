@@ -268,14 +268,13 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
     cols = _Columns()
     screen_time = 0.0
     done_devices = []
+    left_out: dict = {}                     # the engine's reason -> layouts it refused
     for i, lay in enumerate(lays):
         try:
             facts = LayoutFacts(asker, lay, traffic, rules)
-        except Exception as exc:            # a split the spec refuses: not a candidate
-            from ..dsl.errors import SpecError
-
-            if not isinstance(exc, SpecError):
-                raise
+        except SpecError as exc:            # a split or a format the spec refuses: not a candidate
+            why = f"{lay.format_name()}: {exc.message.splitlines()[0]}"
+            left_out[why] = left_out.get(why, 0) + 1
             facts_of.append(None)
             continue
         facts_of.append(facts)
@@ -293,6 +292,7 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
             _progress(start, quiet, f"{lay.device} searched ({len(done_devices)}/{len(space.devices)} devices, "
                                     f"{plan.candidates:,} deployments)")
     asker.flush()
+    plan.notes += [f"{n} layout{'s' if n > 1 else ''} left out, {why}" for why, n in left_out.items()]
     plan.search_seconds = screen_time
     c = cols.finish()
     if not len(c["gpus"]):
