@@ -241,6 +241,7 @@ class Asker:
             if entry is None:
                 return None
             store.templates[template] = entry
+            compile_queries._note_dependencies(self.engine, store)    # the files the answer read
             compile_queries._dirty.add(self.spec_path)
         return compiled.run(entry, bind)
 
