@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 import re
 
@@ -80,11 +81,38 @@ class Layout:
                  if v != 1]
         return ", ".join(parts)
 
-    def format_args(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.fmt)
+    def format_args(self, query: str | None = None) -> str:
+        """The format's arguments as `query` takes them: a knob the query does not declare
+        (kv= to weight_bytes, weights= to state_bytes) is left out, since the engine refuses
+        an argument a query does not take and the knob does not change its answer."""
+        return ", ".join(f"{k}={v}" for k, v in self.fmt if _takes(query, k))
 
     def format_name(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.fmt) or "default"
+
+
+@lru_cache(maxsize=None)
+def _declared(query: str) -> frozenset | None:
+    """The parameters a query declares (compiler/query_registry.py), or None where the
+    registry does not list them as data (every argument is then passed)."""
+    from ..compiler.query_registry import REGISTRY
+
+    params = getattr(REGISTRY.get(query), "params", None)
+    return None if params is None else frozenset(p.name for p in params)
+
+
+@lru_cache(maxsize=None)
+def _takes(query: str | None, key: str) -> bool:
+    """Whether to pass key= to query: always, unless the query does not declare it while
+    another query does (a spec's options and what-if dimensions are taken by every query)."""
+    if query is None:
+        return True
+    mine = _declared(query)
+    if mine is None or key in mine:
+        return True
+    from ..compiler.query_registry import REGISTRY
+
+    return not any(key in (_declared(name) or ()) for name in REGISTRY)
 
 
 def _join(*parts) -> str:
@@ -100,7 +128,7 @@ class Queries:
         self.extra = extra
 
     def call_time(self, lay: Layout, B, S, P) -> str:
-        return f"call_time({_join(f'B={B}, S={S}, P={P}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+        return f"call_time({_join(f'B={B}, S={S}, P={P}', f'device={lay.device}', lay.degrees(), lay.format_args("call_time"), self.extra)})"
 
     def decode_step(self, lay: Layout, B, H, beyond_fit: bool = False) -> str:
         """One decode step of B requests at context H: tpot(H, B) = call_time(B, S=H, P=1),
@@ -108,13 +136,13 @@ class Queries:
         beyond_fit: B requests do not fit; the step is timed anyway (ignore_fit=true)
         only to find where the fixed point and its slope lie."""
         fit = "ignore_fit=true" if beyond_fit else ""
-        return f"tpot({_join(f'H={H}, B={B}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra, fit)})"
+        return f"tpot({_join(f'H={H}, B={B}', f'device={lay.device}', lay.degrees(), lay.format_args("tpot"), self.extra, fit)})"
 
     def prefill_chunk(self, lay: Layout, S, P) -> str:
         """One request's prefill chunk of P tokens after S: ttft(P) = call_time(B=1, S=0, P)
         for the first chunk, call_time(B=1, S, P) for the others."""
         if S == 0:
-            return f"ttft({_join(f'P={P}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+            return f"ttft({_join(f'P={P}', f'device={lay.device}', lay.degrees(), lay.format_args("ttft"), self.extra)})"
         return self.call_time(lay, 1, S, P)
 
     def call_time_template(self, lay: Layout) -> str:
@@ -122,13 +150,13 @@ class Queries:
         return self.call_time(lay, "B", "S", "P")
 
     def b_max(self, lay: Layout, H, workspace: int) -> str:
-        return f"b_max({_join(f'device={lay.device}', f'H={H}', f'workspace={workspace} B', lay.degrees(), lay.format_args(), self.extra)})"
+        return f"b_max({_join(f'device={lay.device}', f'H={H}', f'workspace={workspace} B', lay.degrees(), lay.format_args("b_max"), self.extra)})"
 
     def weight_bytes(self, lay: Layout) -> str:
-        return f"weight_bytes({_join(lay.degrees(), lay.format_args(), 'per_device=true')})"
+        return f"weight_bytes({_join(lay.degrees(), lay.format_args("weight_bytes"), 'per_device=true')})"
 
     def state_bytes(self, lay: Layout, H, B) -> str:
-        return f"state_bytes({_join(f'H={H}, B={B}', lay.degrees(), lay.format_args(), 'per_device=true', self.extra)})"
+        return f"state_bytes({_join(f'H={H}, B={B}', lay.degrees(), lay.format_args("state_bytes"), 'per_device=true', self.extra)})"
 
     def routed_params(self) -> str:
         """Whether the spec has routed experts (dp attention and ep are searched only then:
