@@ -128,7 +128,7 @@ class Queries:
         self.extra = extra
 
     def call_time(self, lay: Layout, B, S, P) -> str:
-        return f"call_time({_join(f'B={B}, S={S}, P={P}', f'device={lay.device}', lay.degrees(), lay.format_args("call_time"), self.extra)})"
+        return f"call_time({_join(f'B={B}, S={S}, P={P}', f'device={lay.device}', lay.degrees(), lay.format_args('call_time'), self.extra)})"
 
     def decode_step(self, lay: Layout, B, H, beyond_fit: bool = False) -> str:
         """One decode step of B requests at context H: tpot(H, B) = call_time(B, S=H, P=1),
@@ -136,13 +136,13 @@ class Queries:
         beyond_fit: B requests do not fit; the step is timed anyway (ignore_fit=true)
         only to find where the fixed point and its slope lie."""
         fit = "ignore_fit=true" if beyond_fit else ""
-        return f"tpot({_join(f'H={H}, B={B}', f'device={lay.device}', lay.degrees(), lay.format_args("tpot"), self.extra, fit)})"
+        return f"tpot({_join(f'H={H}, B={B}', f'device={lay.device}', lay.degrees(), lay.format_args('tpot'), self.extra, fit)})"
 
     def prefill_chunk(self, lay: Layout, S, P) -> str:
         """One request's prefill chunk of P tokens after S: ttft(P) = call_time(B=1, S=0, P)
         for the first chunk, call_time(B=1, S, P) for the others."""
         if S == 0:
-            return f"ttft({_join(f'P={P}', f'device={lay.device}', lay.degrees(), lay.format_args("ttft"), self.extra)})"
+            return f"ttft({_join(f'P={P}', f'device={lay.device}', lay.degrees(), lay.format_args('ttft'), self.extra)})"
         return self.call_time(lay, 1, S, P)
 
     def call_time_template(self, lay: Layout) -> str:
@@ -150,13 +150,13 @@ class Queries:
         return self.call_time(lay, "B", "S", "P")
 
     def b_max(self, lay: Layout, H, workspace: int) -> str:
-        return f"b_max({_join(f'device={lay.device}', f'H={H}', f'workspace={workspace} B', lay.degrees(), lay.format_args("b_max"), self.extra)})"
+        return f"b_max({_join(f'device={lay.device}', f'H={H}', f'workspace={workspace} B', lay.degrees(), lay.format_args('b_max'), self.extra)})"
 
     def weight_bytes(self, lay: Layout) -> str:
-        return f"weight_bytes({_join(lay.degrees(), lay.format_args("weight_bytes"), 'per_device=true')})"
+        return f"weight_bytes({_join(lay.degrees(), lay.format_args('weight_bytes'), 'per_device=true')})"
 
     def state_bytes(self, lay: Layout, H, B) -> str:
-        return f"state_bytes({_join(f'H={H}, B={B}', lay.degrees(), lay.format_args("state_bytes"), 'per_device=true', self.extra)})"
+        return f"state_bytes({_join(f'H={H}, B={B}', lay.degrees(), lay.format_args('state_bytes'), 'per_device=true', self.extra)})"
 
     def routed_params(self) -> str:
         """Whether the spec has routed experts (dp attention and ep are searched only then:
