@@ -1,32 +1,39 @@
 """The one place the planner asks the engine: every query it uses, with the
 arguments it passes, is written here.
 
-A deployment is a `Layout` (device, tp, pp, ep and a format, i.e. the extra
-query arguments that pick a storage scheme) replicated dp times. The planner
-asks only per-instance questions (dp is never passed: the dp replicas of an
-instance are independent and each gets 1/dp of the traffic):
+A deployment is a `Layout` (device, tp, pp, dp, ep and a format, i.e. the extra
+query arguments that pick a storage scheme) replicated `replicas` times. An
+instance is tp·pp·dp devices, as the engine's deployment model counts them
+(compiler/sharding.py): attention and dense layers tensor-parallel over tp, dp
+data-parallel attention ranks each serving its own requests, pp stages, and the
+routed experts spread over ep ranks, ep = 1 or a divisor of tp·dp (vLLM's
+--enable-expert-parallel is ep = tp·dp; the rest of tp·dp/ep is expert tensor
+parallelism). B in every query counts the requests of the whole instance (each
+dp rank serves ceil(B/dp)). The replicas of an instance are independent and each
+gets 1/replicas of the traffic, so only per-instance questions are asked:
 
-  call_time(B=, S=, P=, device=, tp=, pp=, ep=, <format>)   one call: a decode step
+  call_time(B=, S=, P=, device=, tp=, pp=, dp=, ep=, <format>)  one call: a decode step
                                                            (P = 1) or a prefill chunk,
                                                            written tpot(H=, B=, ...) and
                                                            ttft(P=, ...) where those equal it
-  b_max(device=, H=, workspace=, tp=, pp=, ep=, <format>)    requests that fit at H
-  weight_bytes(tp=, pp=, ep=, <format>, per_device=true)    the memory plan
-  state_bytes(H=, B=, tp=, pp=, ep=, <format>, per_device=true)
+  b_max(device=, H=, workspace=, tp=, pp=, dp=, ep=, <format>)  requests that fit at H
+  weight_bytes(tp=, pp=, dp=, ep=, <format>, per_device=true)  the memory plan
+  state_bytes(H=, B=, tp=, pp=, dp=, ep=, <format>, per_device=true)
   device_memory(device=)
-  params(group=routed_experts)                             whether ep is searched
-  device_link(device=, link=host)                          the KV transfer link of the
-                                                           disaggregated mode
+  params(group=routed_experts)                             whether dp and ep are searched
+  device_link(device=, link=scale_out)                     the KV transfer link of the
+                                                           disaggregated mode (the NIC)
+  gpus_per_node of the device file                         tp stays within a node
 
-When the deployment model changes (ep folded inside tp·dp, per-direction
-links, max_num_batched_tokens=, a fit check on time queries) or new format
-arguments arrive (weights=, kv=, compute=), only this module changes: a
-format is already a plain tuple of (argument, value) pairs, passed through;
-`Layout.gpus` says how many devices one instance holds (tp·pp·ep today; tp·pp
-once ep lives inside tp·dp); `Layout.degrees` writes the degrees each query
-takes; `Queries.kv_link` names the link KV crosses; a time query that refuses a
-layout (a fit check) makes the layout no candidate (the search skips what the
-engine refuses).
+Time queries refuse a deployment that does not fit (the engine's fit check). The
+planner times a decode step beyond what fits only to locate the fixed point and
+its slope (those deployments fail the memory limit anyway): such a query says
+ignore_fit=true in its text. A layout whose every query is refused (a split the
+spec cannot make, a model that does not fit) is no candidate.
+
+A format is a plain tuple of (argument, value) pairs, passed through: format=NAME
+(a format the spec declares, e.g. its released checkpoint) and the knobs
+weights=SCHEME, kv=SCHEME, compute=DTYPE.
 
 Two lanes answer the same texts:
   * `Asker.exact(text)`: the exact value `specc eval` prints (int or Fraction),
@@ -39,33 +46,73 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
+
+import re
 
 from ..dsl.errors import SpecError
+
+_KNOBS = re.compile(r"\b(weights|compute)=")     # the format knobs specc eval answers symbolically
 
 
 @dataclass(frozen=True)
 class Layout:
-    """One model instance: tp·pp·ep devices of one kind, one format."""
+    """One model instance: tp·pp·dp devices of one kind, one format; the routed
+    experts over ep of each stage's tp·dp ranks (ep = 1 or a divisor of tp·dp)."""
 
     device: str
     tp: int = 1
     pp: int = 1
     ep: int = 1
     fmt: tuple = ()          # ((argument, value), ...), e.g. (("format", "int8"),)
+    dp: int = 1              # data-parallel attention ranks inside the instance
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.ep
+        return self.tp * self.pp * self.dp
+
+    @property
+    def well_formed(self) -> bool:
+        """ep spreads experts over ranks of tp·dp (the engine refuses anything else)."""
+        return min(self.tp, self.pp, self.dp, self.ep) >= 1 and (self.tp * self.dp) % self.ep == 0
 
     def degrees(self) -> str:
-        parts = [f"{k}={v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)) if v != 1]
+        parts = [f"{k}={v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep))
+                 if v != 1]
         return ", ".join(parts)
 
-    def format_args(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.fmt)
+    def format_args(self, query: str | None = None) -> str:
+        """The format's arguments as `query` takes them: a knob the query does not declare
+        (kv= to weight_bytes, weights= to state_bytes) is left out, since the engine refuses
+        an argument a query does not take and the knob does not change its answer."""
+        return ", ".join(f"{k}={v}" for k, v in self.fmt if _takes(query, k))
 
     def format_name(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.fmt) or "default"
+
+
+@lru_cache(maxsize=None)
+def _declared(query: str) -> frozenset | None:
+    """The parameters a query declares (compiler/query_registry.py), or None where the
+    registry does not list them as data (every argument is then passed)."""
+    from ..compiler.query_registry import REGISTRY
+
+    params = getattr(REGISTRY.get(query), "params", None)
+    return None if params is None else frozenset(p.name for p in params)
+
+
+@lru_cache(maxsize=None)
+def _takes(query: str | None, key: str) -> bool:
+    """Whether to pass key= to query: always, unless the query does not declare it while
+    another query does (a spec's options and what-if dimensions are taken by every query)."""
+    if query is None:
+        return True
+    mine = _declared(query)
+    if mine is None or key in mine:
+        return True
+    from ..compiler.query_registry import REGISTRY
+
+    return not any(key in (_declared(name) or ()) for name in REGISTRY)
 
 
 def _join(*parts) -> str:
@@ -81,18 +128,21 @@ class Queries:
         self.extra = extra
 
     def call_time(self, lay: Layout, B, S, P) -> str:
-        return f"call_time({_join(f'B={B}, S={S}, P={P}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+        return f"call_time({_join(f'B={B}, S={S}, P={P}', f'device={lay.device}', lay.degrees(), lay.format_args('call_time'), self.extra)})"
 
-    def decode_step(self, lay: Layout, B, H) -> str:
+    def decode_step(self, lay: Layout, B, H, beyond_fit: bool = False) -> str:
         """One decode step of B requests at context H: tpot(H, B) = call_time(B, S=H, P=1),
-        the shorter text (expressions that repeat it stay within specc's input limits)."""
-        return f"tpot({_join(f'H={H}, B={B}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+        the shorter text (expressions that repeat it stay within specc's input limits).
+        beyond_fit: B requests do not fit; the step is timed anyway (ignore_fit=true)
+        only to find where the fixed point and its slope lie."""
+        fit = "ignore_fit=true" if beyond_fit else ""
+        return f"tpot({_join(f'H={H}, B={B}', f'device={lay.device}', lay.degrees(), lay.format_args('tpot'), self.extra, fit)})"
 
     def prefill_chunk(self, lay: Layout, S, P) -> str:
         """One request's prefill chunk of P tokens after S: ttft(P) = call_time(B=1, S=0, P)
         for the first chunk, call_time(B=1, S, P) for the others."""
         if S == 0:
-            return f"ttft({_join(f'P={P}', f'device={lay.device}', lay.degrees(), lay.format_args(), self.extra)})"
+            return f"ttft({_join(f'P={P}', f'device={lay.device}', lay.degrees(), lay.format_args('ttft'), self.extra)})"
         return self.call_time(lay, 1, S, P)
 
     def call_time_template(self, lay: Layout) -> str:
@@ -100,26 +150,27 @@ class Queries:
         return self.call_time(lay, "B", "S", "P")
 
     def b_max(self, lay: Layout, H, workspace: int) -> str:
-        return f"b_max({_join(f'device={lay.device}', f'H={H}', f'workspace={workspace} B', lay.degrees(), lay.format_args(), self.extra)})"
+        return f"b_max({_join(f'device={lay.device}', f'H={H}', f'workspace={workspace} B', lay.degrees(), lay.format_args('b_max'), self.extra)})"
 
     def weight_bytes(self, lay: Layout) -> str:
-        return f"weight_bytes({_join(lay.degrees(), lay.format_args(), 'per_device=true')})"
+        return f"weight_bytes({_join(lay.degrees(), lay.format_args('weight_bytes'), 'per_device=true')})"
 
     def state_bytes(self, lay: Layout, H, B) -> str:
-        return f"state_bytes({_join(f'H={H}, B={B}', lay.degrees(), lay.format_args(), 'per_device=true', self.extra)})"
+        return f"state_bytes({_join(f'H={H}, B={B}', lay.degrees(), lay.format_args('state_bytes'), 'per_device=true', self.extra)})"
 
     def routed_params(self) -> str:
-        """Whether the spec has routed experts (ep is searched only then)."""
+        """Whether the spec has routed experts (dp attention and ep are searched only then:
+        for a dense model dp ranks inside an instance are replicas that wait for each other)."""
         return "params(group=routed_experts)"
 
     def device_memory(self, lay: Layout) -> str:
         return f"device_memory(device={lay.device})"
 
     def kv_link(self, lay: Layout) -> str:
-        """The link a disaggregated deployment's KV crosses (per device, all devices
-        of the instance sending their share at once): the device's host link, the
-        scale-out path until device files declare a network link."""
-        return f"device_link(device={lay.device}, link=host)"
+        """The link a disaggregated deployment's KV crosses between a prefill and a decode
+        instance (per device, every device of the instance sending its share at once): the
+        per-GPU scale-out NIC, per direction."""
+        return f"device_link(device={lay.device}, link=scale_out)"
 
 
 # ------------------------------------------------------------------ answering
@@ -189,11 +240,45 @@ class Asker:
 
             store = self.store()
             answer = compiled.lookup(self.spec_path, text, store=store) if store is not None else None
+            if answer is None and _KNOBS.search(text):
+                answer = self._knob_answer(text)
             if answer is None:
                 answer = compile_queries.answer(self.engine, text, eager=True)
             value = answer.value
             found = self._exact[text] = Fraction(value) if not isinstance(value, int) else value
         return found
+
+    def _knob_answer(self, text: str):
+        """A query with weights=/compute= through a compiled template. specc eval answers such
+        a query symbolically every time (its display names the compute type, which compiled
+        forms do not carry); the planner needs only the value, which the template gives
+        exactly (tests compare every reported figure with specc eval), and the template is
+        stored with the spec's others, so the next plan is warm. None: not compilable."""
+        from ..compiler import compile_queries, compiled
+
+        template, bind = compiled.normalize(text)
+        if not bind:
+            return None
+        store = compile_queries.store_for(self.engine)
+        entry = store.templates.get(template)
+        if entry is None:
+            try:
+                entry = compile_queries._template(self.engine, template, bind)
+            except SpecError:
+                return None              # the symbolic engine then reports the error, located
+            if entry is None:
+                return None
+            store.templates[template] = entry
+            compile_queries._note_dependencies(self.engine, store)    # the files the answer read
+            compile_queries._dirty.add(self.spec_path)
+        return compiled.run(entry, bind)
+
+    def gpus_per_node(self, device: str) -> int | None:
+        """The device file's gpus_per_node (None where it declares none)."""
+        from ..dsl.units import NONE
+
+        found = self.engine._optional_field(device, "gpus_per_node", NONE, None, "8")
+        return None if found is None else int(found)
 
     def try_exact(self, text: str):
         try:

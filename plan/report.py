@@ -21,9 +21,9 @@ def describe(dep) -> str:
     lay = dep.layout
     deg = lay.degrees() or "tp=1"
     if dep.mode == "aggregated":
-        head = f"{dep.gpus}× {lay.device}: {dep.dp} × ({deg}) aggregated"
+        head = f"{dep.gpus}× {lay.device}: {dep.replicas} × ({deg}) aggregated"
     else:
-        head = f"{dep.gpus}× {lay.device}: {dep.dp_prefill} prefill + {dep.dp} decode × ({deg}) disaggregated"
+        head = f"{dep.gpus}× {lay.device}: {dep.prefill_replicas} prefill + {dep.replicas} decode × ({deg}) disaggregated"
     return f"{head}, {lay.format_name()}"
 
 
@@ -32,8 +32,9 @@ def deployment_json(plan, ev) -> dict:
     lay = dep.layout
     n_fit = int(ev.figures["requests_that_fit"].value)
     return {
-        "device": lay.device, "tp": lay.tp, "pp": lay.pp, "ep": lay.ep, "dp": dep.dp,
-        "dp_prefill": dep.dp_prefill, "mode": dep.mode, "format": dict(lay.fmt), "gpus": dep.gpus,
+        "device": lay.device, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep,
+        "gpus_per_instance": lay.gpus, "replicas": dep.replicas,
+        "prefill_replicas": dep.prefill_replicas, "mode": dep.mode, "format": dict(lay.fmt), "gpus": dep.gpus,
         "cost_per_hour": None if plan.cost(dep) is None else float(plan.cost(dep)), "running_batch": ev.batch, "binding_limit": ev.binding,
         "limits": {k: (float(v) if v != float("inf") else None) for k, v in ev.ratios.items()},
         "figures": {name: fig.to_json(UNITS.get(name, "")) for name, fig in ev.figures.items()},
@@ -63,6 +64,7 @@ def to_json(plan) -> str:
         "best_per_device": {d: deployment_json(plan, ev) for d, ev in plan.best_per_device.items()},
         "closest": deployment_json(plan, plan.closest) if plan.closest else None,
         "message": no_fit_message(plan) if plan.chosen is None else None,
+        "notes": plan.notes,
     }
     return json.dumps(out, indent=2)
 
@@ -114,7 +116,8 @@ def to_text(plan) -> str:
              "mix " + ", ".join(f"{float(p):.0%} ISL {i} OSL {g}" for p, i, g in t.mix))
     lines = [f"plan for {plan.spec}: {t.rate} req/s ({t.arrivals}), {shape}; targets "
              f"TTFT {_target(plan.targets.ttft)}, TPOT {_target(plan.targets.tpot)} ({_statistic(plan)})",
-             f"searched {plan.candidates:,} deployments over {plan.layouts} layouts in {plan.seconds:.2f} s"]
+             f"searched {plan.candidates:,} deployments over {plan.layouts} layouts in {plan.seconds:.2f} s",
+             *[f"  note: {n}" for n in plan.notes]]
     if plan.chosen is None:
         lines.append(no_fit_message(plan))
         return "\n".join(lines) + "\n"
@@ -151,14 +154,14 @@ def _cost(plan, ev):
     return "" if c is None else f", ${float(c):,.2f}/h"
 
 
-_COLUMNS = ("device", "mode", "tp", "pp", "ep", "dp", "dp_prefill", "format", "gpus", "cost_per_hour",
+_COLUMNS = ("device", "mode", "tp", "pp", "dp", "ep", "replicas", "prefill_replicas", "format", "gpus", "cost_per_hour",
             "running_batch", "ttft_s", "tpot_s", "tokens_per_s_per_gpu", "weights_B", "kv_B", "free_B")
 
 
 def _row(plan, ev) -> list:
     d = deployment_json(plan, ev)
     f = d["figures"]
-    return [d["device"], d["mode"], d["tp"], d["pp"], d["ep"], d["dp"], d["dp_prefill"],
+    return [d["device"], d["mode"], d["tp"], d["pp"], d["dp"], d["ep"], d["replicas"], d["prefill_replicas"],
             ev.deployment.layout.format_name(), d["gpus"], d["cost_per_hour"] or "", d["running_batch"],
             f"{f['ttft']['value']:.6g}", f"{f['tpot']['value']:.6g}", f"{f['throughput_per_gpu']['value']:.6g}",
             f["weights_per_device"]["exact"], f["kv_per_device"]["exact"], f["free_per_device"]["exact"]]

@@ -43,13 +43,24 @@ def seconds(value, what: str) -> Fraction | None:
     return exact_number(value, what)
 
 
+DEFAULT_KNOBS = ("weights=fp8", "weights=fp8+kv=fp8")
+
+
+def default_formats(spec) -> list:
+    """What a deployment is usually served in: the spec's default format, the formats
+    it declares with a release scheme (the checkpoint as published, e.g. DeepSeek-V3's
+    FP8 blocks), and the knobs FP8 weights, FP8 weights with an FP8 KV cache."""
+    released = [name for name, f in spec.formats.items() if f.scheme and name != spec.default_format]
+    return [spec.default_format or None] + released + list(DEFAULT_KNOBS)
+
+
 def formats_of(spec, names=None, fixed: dict | None = None) -> tuple:
     """Format candidates as data: each a tuple of (argument, value) pairs. A name is
-    format=NAME; 'k=v+k2=v2' gives the arguments themselves (new format knobs only
-    extend this list). Default: every format the spec declares. `fixed` arguments
-    (e.g. mla=compressed) join every candidate."""
+    format=NAME; 'k=v+k2=v2' gives the arguments themselves (weights=, kv=, compute=,
+    or any format argument). Default: default_formats. `fixed` arguments (e.g.
+    mla=expanded) join every candidate."""
     fixed = dict(fixed or {})
-    items = list(names) if names else list(spec.formats) or [None]
+    items = list(names) if names else default_formats(spec)
     out = []
     for item in items:
         pairs = []
@@ -67,7 +78,8 @@ def formats_of(spec, names=None, fixed: dict | None = None) -> tuple:
         # so the expressions stay short
         pairs = [(k, v) for k, v in pairs if not (k == "format" and v == spec.default_format)]
         pairs += sorted(fixed.items())
-        out.append(tuple(pairs))
+        if tuple(pairs) not in out:
+            out.append(tuple(pairs))
     return tuple(out)
 
 
@@ -140,7 +152,7 @@ def _check_context(asker, traffic, extrapolate):
 
 def plan(spec_path, rate, isl, osl, ttft=None, tpot=None, devices=DEFAULT_DEVICES, max_gpus=8, formats=None,
          fixed=None, mode="both", prices=None, arrivals="poisson", chunk=8192, extrapolate=False,
-         quiet=True, tp=(1, 2, 4, 8), pp=(1, 2, 4, 8), ep=(1, 2, 4, 8, 16, 32, 64), percentile=None,
+         quiet=True, tp=None, pp=(1, 2, 4, 8), dp=(1, 2, 4, 8), ep=None, percentile=None,
          sim_requests=4000, seed=0, max_loop_gain=Fraction(1, 4), mix=None):
     traffic, targets, rules, queries = build(spec_path, rate, isl, osl, ttft, tpot, arrivals, chunk,
                                              extrapolate=extrapolate, max_loop_gain=max_loop_gain, mix=mix)
@@ -161,7 +173,7 @@ def plan(spec_path, rate, isl, osl, ttft=None, tpot=None, devices=DEFAULT_DEVICE
             _fail("--devices", ",".join(devices), exc.message,
                   "device files of specs/hardware/, e.g. h100_sxm,h200,mi300x")
     space = Space(tuple(devices), int(max_gpus), formats_of(asker.spec, formats, fixed), modes[mode],
-                  tuple(tp), tuple(pp), tuple(ep), price)
+                  None if tp is None else tuple(tp), tuple(pp), tuple(dp), None if ep is None else tuple(ep), price)
     check = None
     if percentile is not None:
         p = exact_number(percentile, "--percentile")
@@ -172,9 +184,11 @@ def plan(spec_path, rate, isl, osl, ttft=None, tpot=None, devices=DEFAULT_DEVICE
     return search(spec_path, traffic, targets, space, rules, queries, quiet=quiet, percentile=check)
 
 
-def simulate(spec_path, rate, isl, osl, device, tp=1, pp=1, ep=1, dp=1, dp_prefill=0, fmt=None, fixed=None,
+def simulate(spec_path, rate, isl, osl, device, tp=1, pp=1, ep=1, replicas=1, prefill_replicas=0, fmt=None, fixed=None,
              mode="aggregated", requests=10000, seed=0, rate_scale=1, arrivals="poisson", chunk=8192,
-             extrapolate=False, mix=None):
+             extrapolate=False, mix=None, dp=1):
+    """One deployment: `replicas` instances (decode instances when disaggregated, beside
+    `prefill_replicas` prefill instances) of tp·pp·dp devices, the experts over ep."""
     from .simulate import simulate as run_simulation
 
     if not device:
@@ -185,17 +199,20 @@ def simulate(spec_path, rate, isl, osl, device, tp=1, pp=1, ep=1, dp=1, dp_prefi
     _check_context(asker, traffic, extrapolate)
     fmt_pairs = formats_of(asker.spec, [fmt] if fmt else [asker.spec.default_format or None], fixed)[0] \
         if (fmt or asker.spec.formats) else tuple(sorted((fixed or {}).items()))
-    lay = Layout(device, int(tp), int(pp), int(ep), fmt_pairs)
-    if mode == DISAGGREGATED and int(dp_prefill) < 1:
-        _fail("--prefill", dp_prefill, "a disaggregated deployment needs prefill instances", "--prefill 1")
-    dep = Deployment(lay, mode, int(dp), int(dp_prefill) if mode == DISAGGREGATED else 0)
+    lay = Layout(device, int(tp), int(pp), int(ep), fmt_pairs, int(dp))
+    if not lay.well_formed:
+        _fail("--ep", ep, f"ep={ep} must divide tp·dp = {lay.tp * lay.dp} (experts are spread over "
+              "the ranks of a stage)", "--ep 1, or --ep equal to tp·dp (vLLM's --enable-expert-parallel)")
+    if mode == DISAGGREGATED and int(prefill_replicas) < 1:
+        _fail("--prefill", prefill_replicas, "a disaggregated deployment needs prefill instances", "--prefill 1")
+    dep = Deployment(lay, mode, int(replicas), int(prefill_replicas) if mode == DISAGGREGATED else 0)
     facts = LayoutFacts(asker, lay, traffic, rules)
     if int(facts.n_fit.value) < 1:
         _fail("--device", device, f"the model does not fit on {lay.gpus}× {device} with this layout "
-              f"({facts.n_fit.text} = {facts.n_fit.value})", "more devices (tp, pp, ep) or a smaller format")
+              f"({facts.n_fit.text} = {facts.n_fit.value})", "more devices (tp, pp, dp) or a smaller format")
     from .serving import evaluate
 
     sim = run_simulation(asker, facts, dep, int(requests), int(seed), float(rate_scale))
-    sim.planned = evaluate(facts, Deployment(lay, mode, dep.dp, dep.dp_prefill), Targets())
+    sim.planned = evaluate(facts, dep, Targets())
     asker.flush()
     return sim

@@ -1,6 +1,6 @@
 """The search: every deployment in a space, vectorized over the compiled formulas.
 
-For each layout (device, tp, pp, ep, format) the exact facts (memory, the
+For each layout (device, tp, pp, dp, ep, format) the exact facts (memory, the
 requests that fit, the weights) are asked once and call_time's closed form in
 (B, S, P) is run in float64 over every running batch at once; the serving
 model (serving.py) is then applied to whole arrays of replica counts
@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ..dsl.errors import SpecError
 from .queries import Asker, Layout, Queries
 from .serving import (AGGREGATED, DISAGGREGATED, Deployment, EngineRules, LayoutFacts, Targets, Traffic,
                       chunks, decode_steps, evaluate, mean_context)
@@ -25,13 +26,21 @@ _SLACK = 1e-6           # float ratios within this of 1 are decided exactly
 
 @dataclass
 class Space:
+    """The searched deployments. tp=None: powers of two up to the device file's
+    gpus_per_node (tensor parallelism within a node; 8 where a file declares none).
+    dp (attention data-parallel ranks inside an instance) and ep are searched for
+    specs with routed experts only; ep=None: 1 and tp·dp (experts tensor-parallel
+    over the instance's ranks, or spread over all of them as vLLM's
+    --enable-expert-parallel), else the listed values that divide tp·dp."""
+
     devices: tuple
     max_gpus: int
     formats: tuple = ((),)             # each a tuple of (argument, value) pairs
     modes: tuple = (AGGREGATED, DISAGGREGATED)
-    tp: tuple = (1, 2, 4, 8)
+    tp: tuple | None = None
     pp: tuple = (1, 2, 4, 8)
-    ep: tuple = (1, 2, 4, 8, 16, 32, 64)
+    dp: tuple = (1, 2, 4, 8)
+    ep: tuple | None = None
     prices: dict = field(default_factory=dict)     # device -> $ per device-hour
 
 
@@ -48,6 +57,7 @@ class Plan:
     closest: object = None          # the nearest miss when nothing fits
     candidates: int = 0
     layouts: int = 0
+    notes: list = field(default_factory=list)     # what the search left out, and why
     seconds: float = 0.0
     search_seconds: float = 0.0
 
@@ -56,25 +66,44 @@ class Plan:
         return None if price is None else price * dep.gpus
 
 
+_FALLBACK_NODE = 8      # tp's bound on a device whose file declares no gpus_per_node
+
+
+def tp_degrees(asker: Asker, space: Space, device: str) -> tuple:
+    if space.tp is not None:
+        return tuple(space.tp)
+    node = asker.gpus_per_node(device) or _FALLBACK_NODE
+    return tuple(1 << i for i in range(node.bit_length()) if 1 << i <= node)
+
+
+def ep_degrees(space: Space, tp: int, dp: int) -> tuple:
+    ranks = tp * dp
+    if space.ep is None:
+        return (1, ranks) if ranks > 1 else (1,)
+    return tuple(sorted({e for e in space.ep if ranks % e == 0}))
+
+
 def layouts(asker: Asker, space: Space) -> list:
     moe = asker.try_exact(asker.q.routed_params())
-    eps = space.ep if moe else (1,)
+    dps = space.dp if moe else (1,)
     out = []
     for device in space.devices:
+        tps = tp_degrees(asker, space, device)
         for fmt in space.formats:
-            for tp in space.tp:
+            for tp in tps:
                 for pp in space.pp:
-                    for ep in eps:
-                        lay = Layout(device, tp, pp, ep, tuple(fmt))
-                        if lay.gpus <= space.max_gpus:      # the adapter says what one instance holds
-                            out.append(lay)
+                    for dp in dps:
+                        for ep in (ep_degrees(space, tp, dp) if moe else (1,)):
+                            lay = Layout(device, tp, pp, ep, tuple(fmt), dp)
+                            if lay.well_formed and lay.gpus <= space.max_gpus:   # the adapter counts an instance
+                                out.append(lay)
     return out
 
 
 class _Columns:
     """Candidate deployments as parallel arrays (one append per layout and mode)."""
 
-    names = ("layout", "mode", "dp", "dp_prefill", "gpus", "batch", "tpot", "ttft", "r_mem", "r_tpot", "r_ttft",
+    names = ("layout", "mode", "replicas", "prefill", "gpus", "batch", "tpot", "ttft", "r_mem", "r_tpot", "r_ttft",
              "r_gain")
 
     def __init__(self):
@@ -113,7 +142,7 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
     n_fit = int(facts.n_fit.value)
     if n_fit < 1:       # the model does not fit: one row says by how much (no time closed form needed)
         if lay.gpus <= space.max_gpus:
-            cols.add(layout=lay_index, mode=0, dp=1, dp_prefill=0, gpus=lay.gpus, batch=0, tpot=np.inf,
+            cols.add(layout=lay_index, mode=0, replicas=1, prefill=0, gpus=lay.gpus, batch=0, tpot=np.inf,
                      ttft=np.inf, r_mem=float(facts.memory_ratio()), r_tpot=0.0, r_ttft=0.0, r_gain=0.0)
             return 1
         return 0
@@ -144,13 +173,17 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
 
     last = len(td) - 1
 
+    d = lay.dp
+
     def gain(k, b):
         """serving.LayoutFacts.t_decode_slope in floats (td[i] = t_d(i + 1))."""
         i = np.clip(b - 1, 0, last - 1)
-        w = 1 + np.floor(np.sqrt(4 * np.maximum(b, 1))).astype(np.int64)
+        w = np.maximum(1 + np.floor(np.sqrt(4 * np.maximum(b, 1))).astype(np.int64), d)
         ahead = np.minimum(i + w, last)
-        slope = np.maximum(td[i + 1] - td[i], (td[ahead] - td[i]) / np.maximum(ahead - i, 1))
-        slope = np.where(b >= 2, np.maximum(slope, td[i] - td[np.maximum(i - 1, 0)]), slope)
+        step = np.minimum(i + d, last)
+        slope = np.maximum((td[step] - td[i]) / np.maximum(step - i, 1),
+                           (td[ahead] - td[i]) / np.maximum(ahead - i, 1))
+        slope = np.where(b >= d + 1, np.maximum(slope, (td[i] - td[np.maximum(i - d, 0)]) / d), slope)
         return np.where(b > 0, k * slope / gain_max, inf)
 
     def ratios(b, tpot, ttft):
@@ -180,12 +213,17 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
             wait = lam * s2 / (2 * (1 - rho)) if poisson else 0.0
             ttft = np.where((rho < 1) & (b > 0), s + wait + (1 - rho) * busy * step / 2, inf)
             r_mem, r_tpot, r_ttft = ratios(b, tpot, ttft)
-            cols.add(layout=lay_index, mode=0, dp=dp.astype(np.int64), dp_prefill=0,
+            cols.add(layout=lay_index, mode=0, replicas=dp.astype(np.int64), prefill=0,
                      gpus=(dp * per).astype(np.int64), batch=b, tpot=tpot, ttft=ttft,
                      r_mem=r_mem, r_tpot=r_tpot, r_ttft=r_ttft, r_gain=r_gain)
             count += most
+        t_kv = None
         if DISAGGREGATED in space.modes and most >= 2:
-            t_kv = float(facts.kv_transfer().value)
+            try:
+                t_kv = float(facts.kv_transfer().value)
+            except SpecError as exc:     # a device file without a scale-out link: no disaggregated candidates
+                facts.kv_refused = exc.message
+        if t_kv is not None:
             n = np.arange(1, most, dtype=np.float64)
             # every (prefill, decode) pair with prefill + decode ≤ most
             pp_, dd_ = np.meshgrid(n, n, indexing="ij")
@@ -199,7 +237,7 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
             ip, idd = pp_.astype(np.int64) - 1, dd_.astype(np.int64) - 1
             b, tpot, ttft, r_gain = b_d[idd], step_d[idd], ttft_p[ip], gain_d[idd]
             r_mem, r_tpot, r_ttft = ratios(b, tpot, ttft)
-            cols.add(layout=lay_index, mode=1, dp=dd_.astype(np.int64), dp_prefill=pp_.astype(np.int64),
+            cols.add(layout=lay_index, mode=1, replicas=dd_.astype(np.int64), prefill=pp_.astype(np.int64),
                      gpus=((pp_ + dd_) * per).astype(np.int64), batch=b, tpot=tpot, ttft=ttft,
                      r_mem=r_mem, r_tpot=r_tpot, r_ttft=r_ttft, r_gain=r_gain)
             count += len(pp_)
@@ -230,26 +268,31 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
     cols = _Columns()
     screen_time = 0.0
     done_devices = []
+    left_out: dict = {}                     # the engine's reason -> layouts it refused
     for i, lay in enumerate(lays):
         try:
             facts = LayoutFacts(asker, lay, traffic, rules)
-        except Exception as exc:            # a split the spec refuses: not a candidate
-            from ..dsl.errors import SpecError
-
-            if not isinstance(exc, SpecError):
-                raise
+        except SpecError as exc:            # a split or a format the spec refuses: not a candidate
+            why = f"{lay.format_name()}: {exc.message.splitlines()[0]}"
+            left_out[why] = left_out.get(why, 0) + 1
             facts_of.append(None)
             continue
         facts_of.append(facts)
         t0 = time.perf_counter()
         plan.candidates += _screen(asker, facts, i, traffic, targets, space, cols)
         screen_time += time.perf_counter() - t0
+        refused = getattr(facts, "kv_refused", None)
+        if refused:
+            note = f"{lay.device}: no disaggregated deployments ({refused.splitlines()[0]})"
+            if note not in plan.notes:
+                plan.notes.append(note)
         plan.layouts += 1
         if i + 1 == len(lays) or lays[i + 1].device != lay.device:
             done_devices.append(lay.device)
             _progress(start, quiet, f"{lay.device} searched ({len(done_devices)}/{len(space.devices)} devices, "
                                     f"{plan.candidates:,} deployments)")
     asker.flush()
+    plan.notes += [f"{n} layout{'s' if n > 1 else ''} left out, {why}" for why, n in left_out.items()]
     plan.search_seconds = screen_time
     c = cols.finish()
     if not len(c["gpus"]):
@@ -263,7 +306,7 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
     def deployment(j) -> Deployment:
         lay = lays[int(c["layout"][j])]
         mode = AGGREGATED if c["mode"][j] == 0 else DISAGGREGATED
-        return Deployment(lay, mode, int(c["dp"][j]), int(c["dp_prefill"][j]))
+        return Deployment(lay, mode, int(c["replicas"][j]), int(c["prefill"][j]))
 
     cache: dict = {}
 

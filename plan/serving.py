@@ -1,8 +1,8 @@
 """The declared serving model: the steady state of a deployment under a traffic.
 
 Every rule is a named convention (the README's "Planning a deployment" writes
-them out). Per model instance (tp·pp·ep devices; the dp replicas each take
-1/dp of the requests, spread uniformly at random):
+them out). Per model instance (tp·pp·dp devices, plan/queries.py; the replicas
+each take 1/replicas of the requests, spread uniformly at random):
 
 * requests: prompts of I tokens (`isl`), answers of G tokens (`osl`), or a weighted
   list of such classes (then t_p, t_kv and the decode steps G − 1 are means over it,
@@ -21,9 +21,14 @@ them out). Per model instance (tp·pp·ep devices; the dp replicas each take
 * memory: a request is admitted (its prefill starts) only when its whole final
   context fits: running + 1 ≤ N = b_max(H = I + G, workspace = memory − ⌊f·memory⌋),
   f = the engine's memory fraction (vLLM's gpu_memory_utilization, 0.9); no
-  preemption, no prefix-cache hits, no speculative decoding, no stragglers.
+  preemption, no prefix-cache hits, no speculative decoding, no stragglers;
+* an instance with dp data-parallel attention ranks is one engine: B counts the
+  requests of all its ranks (each rank serves ceil(B/dp) of them, the busiest sets
+  the step, as the engine's time queries count them), N is the requests all ranks
+  hold, and its prefills are taken one at a time (one chunk per step for the whole
+  instance: conservative where ranks could prefill different prompts at once);
 
-Aggregated (continuous batching with chunked prefill), λ = rate / dp:
+Aggregated (continuous batching with chunked prefill), λ = rate / replicas:
   u = λ·t_p                      the share of time spent in prefill chunks;
   B = min { b ≥ 1 : b ≥ λ·(G − 1)·t_d(b) / (1 − u) }   the running batch
                                  (Little's law over the decode phase: the fixed point,
@@ -36,9 +41,10 @@ Aggregated (continuous batching with chunked prefill), λ = rate / dp:
     W = λ·s² / (2·(1 − λ·s))     the M/D/1 queue of prefills (Poisson arrivals;
                                  0 for fixed intervals), the last term the mean rest
                                  of the step in flight when a request arrives idle.
-Disaggregated (dp_p prefill instances, dp_d decode instances, the same layout):
+Disaggregated (r_p prefill instances, r_d decode instances, the same layout):
   TTFT = t_p + W_p + t_kv        W_p the M/D/1 queue of the prefill instance,
-                                 t_kv = state_bytes(H=I, per device) / host link;
+                                 t_kv = state_bytes(H=I, per device) / the per-GPU
+                                 scale-out link (device_link(link=scale_out));
   B = min { b ≥ 1 : b ≥ λ_d·(G − 1)·t_d(b) }, TPOT = t_d(B).
 Throughput is the offered rate's tokens, rate·G per second, whenever the
 deployment is stable (u < 1, λ·s < 1, B exists and fits).
@@ -46,7 +52,8 @@ deployment is stable (u < 1, λ·s < 1, B exists and fits).
 Stability of the fixed point: with k = λ·(G − 1)/(1 − u) (λ_d·(G − 1) for a decode
 pool), the decode loop gain g = k·(the largest growth of t_d per request near B: one
 request either side, and the chord over the next 1 + ⌊√(4B)⌋ requests, about two
-standard deviations of a Poisson batch) says how strongly a request more lengthens
+standard deviations of a Poisson batch; with dp attention ranks, a request more per
+rank: dp requests, divided by dp) says how strongly a request more lengthens
 every request's stay. Linearizing the birth-death process of the running requests
 around the fixed point gives a variance B/(1 − g) (Poisson's B at g = 0): as g nears 1
 the running batch's fluctuations, and the time they add, grow without bound; a step
@@ -61,6 +68,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ..dsl.errors import SpecError
 from .figures import Figure
 from .queries import Asker, Layout
 
@@ -99,12 +107,12 @@ class EngineRules:
 class Deployment:
     layout: Layout
     mode: str = AGGREGATED
-    dp: int = 1                # aggregated replicas, or decode instances (disaggregated)
-    dp_prefill: int = 0        # prefill instances (disaggregated only)
+    replicas: int = 1          # aggregated instances, or decode instances (disaggregated)
+    prefill_replicas: int = 0  # prefill instances (disaggregated only)
 
     @property
     def gpus(self) -> int:
-        return (self.dp + self.dp_prefill) * self.layout.gpus
+        return (self.replicas + self.prefill_replicas) * self.layout.gpus
 
 
 def chunks(isl: int, chunk: int) -> list:
@@ -208,7 +216,8 @@ class LayoutFacts:
     def t_decode(self, b: int) -> Figure:
         found = self._td.get(b)
         if found is None:
-            text = self.asker.q.decode_step(self.lay, b, mean_context(self.t))
+            # beyond what fits, only to locate the fixed point (the memory limit fails there)
+            text = self.asker.q.decode_step(self.lay, b, mean_context(self.t), beyond_fit=b > self.n_fit.value)
             found = self._td[b] = Figure.query(text, self.asker.exact(text))
         return found
 
@@ -217,12 +226,15 @@ class LayoutFacts:
         largest of the one-request steps on either side of b (MoE layers touching more
         experts) and the chord over the next w = fluctuation(b) requests (a step time
         bending upward, e.g. turning compute-bound, within the batch's usual range; a
-        step time that bends down below b only makes the figures conservative)."""
+        step time that bends down below b only makes the figures conservative). With dp
+        attention ranks the busiest rank holds ceil(b/dp): one request more on every
+        rank (dp requests) is the smallest step, so those slopes are taken over dp."""
         td = self.t_decode
-        w = fluctuation(b)
-        terms = [td(b + 1) - td(b), (td(b + w) - td(b)) / w]
-        if b >= 2:
-            terms.append(td(b) - td(b - 1))
+        d = self.lay.dp
+        w = max(fluctuation(b), d)
+        terms = [(td(b + d) - td(b)) / d if d > 1 else td(b + 1) - td(b), (td(b + w) - td(b)) / w]
+        if b >= d + 1:
+            terms.append((td(b) - td(b - d)) / d if d > 1 else td(b) - td(b - 1))
         found = terms[0]
         for term in terms[1:]:
             found = Figure.maximum(found, term)
@@ -324,13 +336,13 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
     one = Figure.seconds()
     g1 = decode_steps(t)
     if dep.mode == AGGREGATED:
-        lam = Figure.number(Fraction(t.rate) / dep.dp)
+        lam = Figure.number(Fraction(t.rate) / dep.replicas)
         u = lam * tp
         if u.value >= 1:
             ev.ratios = {"memory": Fraction(0), "TPOT": INF, "TTFT": INF}
             ev.note = "prefill alone needs more than the instance's time"
             return ev
-        k = Fraction(t.rate) / dep.dp * g1 / (1 - u.value)
+        k = Fraction(t.rate) / dep.replicas * g1 / (1 - u.value)
         b = facts.running_batch(k, guess)
         if b is None:
             ev.ratios = {"memory": INF, "TPOT": INF, "TTFT": INF}
@@ -354,12 +366,17 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
         ttft = s + _queue_wait(t, lam, s, s2) + (one - rho) * busy * td / (2 * one)
         ev.figures["ttft"] = ttft
     else:
-        lam_p = Figure.number(Fraction(t.rate) / dep.dp_prefill)
+        lam_p = Figure.number(Fraction(t.rate) / dep.prefill_replicas)
         rho = lam_p * tp
         ev.figures["prefill_time"] = tp
-        kv = facts.kv_transfer()
+        try:
+            kv = facts.kv_transfer()
+        except SpecError as exc:      # e.g. a device file that gives no scale-out link
+            ev.ratios = {"memory": Fraction(0), "TPOT": INF, "TTFT": INF}
+            ev.note = f"the KV transfer cannot be timed: {exc.message}"
+            return ev
         ev.figures["kv_transfer"] = kv
-        k = Fraction(t.rate) / dep.dp * g1
+        k = Fraction(t.rate) / dep.replicas * g1
         b = facts.running_batch(k, guess)
         if b is None:
             ev.ratios = {"memory": INF, "TPOT": INF, "TTFT": INF}
@@ -367,7 +384,7 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
             return ev
         ev.batch = b
         td = facts.t_decode(b)
-        lam_d = Figure.number(Fraction(t.rate) / dep.dp)
+        lam_d = Figure.number(Fraction(t.rate) / dep.replicas)
         ev.figures["decode_loop_gain"] = lam_d * g1 * facts.t_decode_slope(b) / one
         ev.figures["step_time"] = td
         ev.figures["tpot"] = td

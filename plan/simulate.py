@@ -103,7 +103,13 @@ class _Steps:
         self.a, self.b = [0.0] + lo.tolist(), [0.0] + slope.tolist()
         self.chunks = {i: [float(ct(np.float64(1), np.float64(s), np.float64(p))) for s, p in chunks(i, facts.rules.chunk)]
                        for _, i, _ in t.classes}
-        self.kv = {i: float(facts.kv_transfer_of(i).value) for _, i, _ in t.classes}
+        self.facts = facts
+
+    @property
+    def kv(self) -> dict:
+        """KV transfer seconds per prompt length (disaggregated only: a device file without a
+        scale-out link cannot time it, and the engine's error says so)."""
+        return {i: float(self.facts.kv_transfer_of(i).value) for _, i, _ in self.facts.t.classes}
 
 
 def _arrivals(traffic, n, seed, rate_scale):
@@ -229,23 +235,24 @@ def simulate(asker, facts: LayoutFacts, dep: Deployment, requests: int = 10000, 
     if n_fit < 1:
         raise ValueError("nothing fits: the deployment cannot hold one request")
     if dep.mode == AGGREGATED:
-        where = _split(t, requests, dep.dp, rng)
-        for k in range(dep.dp):
+        where = _split(t, requests, dep.replicas, rng)
+        for k in range(dep.replicas):
             ids = np.flatnonzero(where == k)
             _instance(steps, arr[ids].tolist(), ids.tolist(), n_fit, isl, osl, first, finish, True,
                       samples if k == 0 else None, skip)
     else:
-        where = _split(t, requests, dep.dp_prefill, rng)
+        where = _split(t, requests, dep.prefill_replicas, rng)
         ready = np.empty(requests)
         t_p = {i: sum(c) for i, c in steps.chunks.items()}
-        for k in range(dep.dp_prefill):                  # FIFO prefill servers (Lindley)
+        kv = steps.kv
+        for k in range(dep.prefill_replicas):                  # FIFO prefill servers (Lindley)
             free = 0.0
             for rid in np.flatnonzero(where == k).tolist():
                 free = max(free, arr[rid]) + t_p[isl[rid]]
-                ready[rid] = free + steps.kv[isl[rid]]
+                ready[rid] = free + kv[isl[rid]]
         order = np.argsort(ready, kind="stable")
-        to = _split(t, requests, dep.dp, rng)[order]
-        for k in range(dep.dp):
+        to = _split(t, requests, dep.replicas, rng)[order]
+        for k in range(dep.replicas):
             ids = order[to == k]
             _instance(steps, ready[ids].tolist(), ids.tolist(), n_fit, isl, osl, first, finish, False,
                       samples if k == 0 else None, skip)

@@ -61,7 +61,9 @@ def _pairs(items, what):
 @click.option("--max-gpus", type=int, default=8, show_default=True)
 @click.option("--price", "prices", multiple=True, help="DEVICE=$/h per device (e.g. h100_sxm=2.50); cost replaces GPUs.")
 @click.option("--formats", default=None,
-              help="Formats to consider, comma-separated: a declared format name, or ARG=V+ARG=V (default: every declared format).")
+              help="Formats to consider, comma-separated: a declared format name, or ARG=V+ARG=V such as "
+                   "weights=fp8+kv=fp8 (default: the spec's default, its released formats, weights=fp8, "
+                   "weights=fp8+kv=fp8).")
 @click.option("--mode", type=click.Choice(["aggregated", "disaggregated", "both"]), default="both", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv", "md"]), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
@@ -70,7 +72,8 @@ def plan_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate,
                  sim_requests, devices, max_gpus, prices, formats, mode, fmt, output, quiet):
     """The cheapest deployments that serve a traffic within its latency targets.
 
-    Searches devices × tp × pp × ep × dp × formats × modes (aggregated continuous
+    Searches devices × tp (within a node) × pp × dp × ep (MoE specs: ep = 1 or
+    tp·dp) × replicas × formats × modes (aggregated continuous
     batching with chunked prefill; disaggregated prefill and decode pools) with
     the declared serving model (README, "Planning a deployment"); every reported
     figure is exact and, in JSON, carries the `specc eval` expression that
@@ -107,9 +110,11 @@ def plan_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate,
 @click.option("--device", required=True)
 @click.option("--tp", type=int, default=1)
 @click.option("--pp", type=int, default=1)
-@click.option("--ep", type=int, default=1)
-@click.option("--dp", type=int, default=1, help="Replicas (aggregated) or decode instances (disaggregated).")
-@click.option("--prefill", "dp_prefill", type=int, default=0, help="Prefill instances (disaggregated).")
+@click.option("--dp", type=int, default=1, help="Data-parallel attention ranks inside one instance (tp·pp·dp GPUs).")
+@click.option("--ep", type=int, default=1,
+              help="Ranks the routed experts are spread over: 1 or a divisor of tp·dp (tp·dp: vLLM's --enable-expert-parallel).")
+@click.option("--replicas", type=int, default=1, help="Instances (aggregated) or decode instances (disaggregated).")
+@click.option("--prefill", "prefill_replicas", type=int, default=0, help="Prefill instances (disaggregated).")
 @click.option("--mode", type=click.Choice(["aggregated", "disaggregated"]), default="aggregated", show_default=True)
 @click.option("--scheme", "wfmt", default=None,
               help="The storage format: a declared format name or ARG=V+ARG=V (default: the spec's default).")
@@ -119,18 +124,20 @@ def plan_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate,
 @click.option("--plot", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the queue and running batch over time (first instance) as an image.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def simulate_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate, device, tp, pp, ep, dp,
-                     dp_prefill, mode, wfmt, requests, seed, scale, plot, fmt):
+def simulate_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate, device, tp, pp, dp, ep,
+                     replicas, prefill_replicas, mode, wfmt, requests, seed, scale, plot, fmt):
     """Serve REQUESTS requests on one deployment, event by event, with the planner's engine rules.
 
     \b
     specc simulate specs/<model>.yaml --rate 10 --isl 2000 --osl 300 --device h200 --tp 8
     specc simulate specs/<model>.yaml --rate 10 --isl 2000 --osl 300 --device h200 --tp 8 --scale 1.3 --plot q.png
+    specc simulate specs/deepseek_v3.yaml --rate 4 --isl 2000 --osl 300 --device h200 --dp 8 --ep 8 --scheme fp8
     """
     from .plan.run import simulate as run_simulate
 
-    sim = run_simulate(spec, rate, isl, osl, device, tp, pp, ep, dp, dp_prefill, wfmt, _pairs(fixed, "--with"),
-                       mode, requests, seed, float(scale), arrivals, chunk, extrapolate, mix=mix)
+    sim = run_simulate(spec, rate, isl, osl, device, tp, pp, ep, replicas, prefill_replicas, wfmt,
+                       _pairs(fixed, "--with"), mode, requests, seed, float(scale), arrivals, chunk, extrapolate,
+                       mix=mix, dp=dp)
     summary = sim.summary()
     planned = sim.planned
     summary["planned"] = {k: float(planned.figures[k].value) for k in ("ttft", "tpot", "throughput")

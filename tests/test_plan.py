@@ -62,7 +62,7 @@ def test_chosen_deployment_is_minimal_by_brute_force_through_eval():
     spec = SPECS / "qwen3_8b.yaml"
     targets = serving.Targets(Fraction(1, 2), Fraction(12, 1000))
     found = run_plan(spec, 60, 1000, 200, ttft="500 ms", tpot="12 ms", devices=("h100_sxm",), max_gpus=4,
-                     tp=(1, 2), pp=(1, 2))
+                     tp=(1, 2), pp=(1, 2), formats=["bf16"])
     assert found.chosen is not None and found.chosen.deployment.gpus == 4
     asker = EvalAsker(spec)
     traffic, rules = found.traffic, found.rules
@@ -88,12 +88,15 @@ def test_chosen_deployment_is_minimal_by_brute_force_through_eval():
 
 # ------------------------------------------------------------------ the planner against the simulator
 _GRID = [
-    # (spec, layout, mode, rate) — 24 cases over three models, four layouts, both modes, four rates
+    # (spec, layout, mode, rate) — 28 cases over three models, five layouts, both modes, four rates
     *[("llama2_70b", Layout("h200", tp=8), m, r) for m in ("aggregated", "disaggregated") for r in (5, 10, 20)],
     *[("llama2_70b", Layout("h100_sxm", tp=4), m, r) for m in ("aggregated", "disaggregated") for r in (2, 5, 10)],
     *[("qwen3_8b", Layout("a100_80gb", tp=2), m, r) for m in ("aggregated", "disaggregated") for r in (5, 10, 15)],
     *[("mixtral_8x7b", Layout("h100_sxm", tp=2, ep=2), m, r) for m in ("aggregated", "disaggregated")
       for r in (5, 10, 20)],
+    # data-parallel attention: 2 ranks, each serving its own requests, experts spread over both
+    *[("mixtral_8x7b", Layout("h100_sxm", tp=2, ep=4, dp=2), m, r) for m in ("aggregated", "disaggregated")
+      for r in (5, 10)],
 ]
 
 
@@ -268,3 +271,90 @@ def test_a_request_mix_plan_and_its_queries():
     assert "--max-model-len 6200" in data["chosen"]["engines"]["vllm"][0]
     with pytest.raises(specc.Error, match="request class"):
         run_plan(SPECS / "qwen3_8b.yaml", 6, None, None, mix="200:1:1", tpot="30 ms")
+
+
+# ------------------------------------------------------------------ the deployment model the planner searches
+def test_layouts_follow_the_engine_deployment_model():
+    """An instance is tp·pp·dp devices; ep is 1 or tp·dp (vLLM's --enable-expert-parallel);
+    dp and ep only for specs with routed experts; tp within a node (gpus_per_node)."""
+    from specc.plan.search import Space, layouts
+
+    moe = Asker(SPECS / "mixtral_8x7b.yaml")
+    found = layouts(moe, Space(("h200", "a100_80gb_pcie"), 16))
+    assert found and all(lay.gpus == lay.tp * lay.pp * lay.dp <= 16 for lay in found)
+    assert all(lay.ep in (1, lay.tp * lay.dp) for lay in found)
+    assert {(lay.tp, lay.dp, lay.ep) for lay in found} >= {(8, 1, 8), (1, 8, 8), (1, 8, 1), (2, 4, 8), (8, 1, 1)}
+    assert max(lay.tp for lay in found if lay.device == "h200") == 8                 # gpus_per_node: 8
+    assert max(lay.tp for lay in found if lay.device == "a100_80gb_pcie") == 2       # an NVLink pair
+    dense = layouts(Asker(SPECS / "qwen3_8b.yaml"), Space(("h200",), 16))
+    assert all(lay.dp == 1 and lay.ep == 1 for lay in dense)
+    chosen = layouts(moe, Space(("h200",), 8, ep=(2, 4)))
+    assert all(lay.ep in (2, 4) and (lay.tp * lay.dp) % lay.ep == 0 for lay in chosen)
+
+
+def test_engine_command_lines_map_the_degrees_and_formats():
+    from specc.plan import engines
+
+    traffic, rules = serving.Traffic(Fraction(4), 2000, 300), serving.EngineRules()
+
+    def lines(lay, n_fit=64):
+        dep = serving.Deployment(lay, serving.AGGREGATED, 2)
+        return engines.vllm(dep, traffic, rules, n_fit)[0], engines.sglang(dep, traffic, rules, n_fit)[0]
+
+    v, s = lines(Layout("h200", tp=8, ep=8, fmt=(("format", "fp8"),)))
+    assert "--tensor-parallel-size 8 --enable-expert-parallel" in v and "--data-parallel-size" not in v
+    assert "--tp-size 8 --ep-size 8" in s and "--enable-dp-attention" not in s and "--quantization fp8" in v
+    v, s = lines(Layout("h200", tp=1, ep=8, dp=8, fmt=(("weights", "fp8"), ("kv", "fp8"))))
+    assert "--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel" in v
+    assert "--max-num-seqs 8 " in v and "--kv-cache-dtype fp8" in v        # vLLM's limit is per dp rank
+    assert "--tp-size 8 --dp-size 8 --enable-dp-attention --ep-size 8" in s and "--max-running-requests 64" in s
+    assert "--kv-cache-dtype fp8_e4m3" in s
+    v, s = lines(Layout("h200", tp=2, ep=1, dp=4, pp=2))
+    assert "--tensor-parallel-size 2 --pipeline-parallel-size 2 --data-parallel-size 4 --max" in v
+    assert "--tp-size 8 --pp-size 2 --dp-size 4 --enable-dp-attention --max" in s
+    v, _ = lines(Layout("h200", tp=2, ep=4, dp=4))
+    assert "ep=4 has no flag" in v
+
+
+def test_kv_transfer_crosses_the_scale_out_link():
+    asker = Asker(SPECS / "llama2_70b.yaml")
+    lay = Layout("h200", tp=8)
+    facts = serving.LayoutFacts(asker, lay, serving.Traffic(Fraction(5), 1000, 200), serving.EngineRules())
+    kv = facts.kv_transfer_of(1000)
+    assert "device_link(device=h200, link=scale_out)" in kv.text
+    state = asker.exact("state_bytes(H=1000, B=1, tp=8, per_device=true)")
+    assert kv.value == Fraction(state) / asker.exact("device_link(device=h200, link=scale_out)")
+    assert Fraction(specc.load(str(SPECS / "llama2_70b.yaml")).eval(kv.text).value) == kv.value
+
+
+def test_a_layout_the_engine_refuses_for_fit_is_no_candidate():
+    """DeepSeek-V3 in BF16 does not fit on 8×H200 (the engine's time queries refuse it); as
+    released (FP8 blocks) it does: the plan chooses the release, and its decode probes beyond
+    what fits say ignore_fit=true while every reported figure is a deployment that fits."""
+    spec = SPECS / "deepseek_v3.yaml"
+    model = specc.load(str(spec))
+    with pytest.raises(specc.Error, match="does not fit"):
+        model.eval("tpot(H=1100, B=1, device=h200, tp=8, ep=8)")
+    found = run_plan(spec, 2, 1000, 200, tpot="100 ms", devices=("h200",), max_gpus=8, tp=(8,), dp=(1,),
+                     formats=["bf16", "fp8"], mode="aggregated")
+    assert found.chosen is not None
+    lay = found.chosen.deployment.layout
+    assert lay.fmt == (("format", "fp8"),) and lay.tp == 8 and lay.ep in (1, 8)
+    data = json.loads(report.to_json(found))
+    for name, fig in data["chosen"]["figures"].items():     # the loop gain's slope may look past the fit
+        assert name == "decode_loop_gain" or fig["query"] is None or "ignore_fit" not in fig["query"]
+    bf16 = run_plan(spec, 2, 1000, 200, tpot="100 ms", devices=("h200",), max_gpus=8, tp=(8,), dp=(1,),
+                    formats=["bf16"], mode="aggregated")
+    assert bf16.chosen is None and "binding limit is memory" in report.no_fit_message(bf16)
+
+
+def test_a_device_without_a_scale_out_link_has_no_disaggregated_candidates():
+    """mi300x's device file gives no scale-out NIC: the KV transfer cannot be timed, so its
+    disaggregated deployments are left out, and the plan says so."""
+    found = run_plan(SPECS / "qwen3_8b.yaml", 5, 1000, 200, tpot="30 ms", devices=("mi300x",), max_gpus=2)
+    assert found.chosen is not None and found.chosen.deployment.mode == "aggregated"
+    assert found.notes and "no disaggregated deployments" in found.notes[0] and "scale_out_link" in found.notes[0]
+    assert json.loads(report.to_json(found))["notes"] == found.notes
+    with pytest.raises(specc.Error, match="scale_out_link"):
+        specc.load("qwen3_8b").simulate(rate=5, isl=1000, osl=200, device="mi300x", mode="disaggregated",
+                                        prefill_replicas=1, requests=100)
