@@ -167,7 +167,7 @@ def _template(engine: QueryEngine, template: str, bind, vector: bool = False) ->
             raise     # a bug of specc, not a query without a closed form: never hidden by the slow lane
         return None   # sympy cannot decide a comparison or a sum in symbols: answered exactly at the literals
     return Template(tuple(names), source, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
-                    tuple(printed), bool(result.extrapolated), grid)
+                    tuple(printed), bool(result.extrapolated), grid, result.note)
 
 
 def grid_template(engine: QueryEngine, text: str, names) -> Template | None:
@@ -193,12 +193,6 @@ def answer(engine: QueryEngine, text: str, extra_deps=(), eager: bool = False) -
     than the symbolic path, and the literal answer is stored either way."""
     spec_path = engine.spec.path
     store = store_for(engine)
-    if "weights=" in text or "compute=" in text:
-        # a deployment-format knob: the answer names the math type it used (e.g. "compute
-        # fp8"), which compiled forms do not carry, so the symbolic engine answers it
-        result = engine.evaluate_text(text, "<query>")
-        return Answer(result.value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
-                      bool(result.extrapolated), result.note)
     if not eager and text in store.literals:
         return store.literals[text]
     template, bind = compiled.normalize(text)
@@ -219,7 +213,7 @@ def answer(engine: QueryEngine, text: str, extra_deps=(), eager: bool = False) -
     found = remember(engine, store, text, result)
     if found is None:
         return Answer(result.value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
-                      bool(result.extrapolated))
+                      bool(result.extrapolated), result.note)
     _note_dependencies(engine, store, extra_deps)
     return found
 
@@ -232,7 +226,7 @@ def remember(engine: QueryEngine, store: Store, text: str, result) -> Answer | N
     if value is None:
         return None
     found = Answer(value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
-                   bool(result.extrapolated))
+                   bool(result.extrapolated), result.note)
     store.literals[text] = found
     _dirty.add(engine.spec.path)
     return found

@@ -76,11 +76,12 @@ class Template(_Record):
     """A printed closed form: args (parameter names, in call order), source (the
     function `q(*args)`, codegen's python target), dims, unit, checks ((printed
     context function `c`, max_context, extrapolate allowed), ...), extrapolated
-    (already so at its literal arguments), vector (the same, printed for numpy grids)."""
+    (already so at its literal arguments), vector (the same, printed for numpy grids), note
+    (the convention the answer used, e.g. "compute fp8: weights=fp8", the same at every point)."""
 
-    __slots__ = ("args", "source", "dims", "unit", "checks", "extrapolated", "vector")
+    __slots__ = ("args", "source", "dims", "unit", "checks", "extrapolated", "vector", "note")
     # vector: (value, (context, ...)) printed for numpy grids, made on a sweep's first use
-    _defaults = {"checks": (), "extrapolated": False, "vector": None}
+    _defaults = {"checks": (), "extrapolated": False, "vector": None, "note": ""}
 
 
 class Answer(_Record):
@@ -193,7 +194,7 @@ def run(template: Template, bind: dict) -> Answer | None:
         return None
     if not isinstance(value, (int, Fraction)):
         return None
-    return Answer(value, template.dims, template.unit, extrapolated)
+    return Answer(value, template.dims, template.unit, extrapolated, template.note)
 
 
 # ------------------------------------------------------------------ the stores

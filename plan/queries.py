@@ -48,11 +48,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-import re
-
 from ..dsl.errors import SpecError
-
-_KNOBS = re.compile(r"\b(weights|compute)=")     # the format knobs specc eval answers symbolically
 
 
 @dataclass(frozen=True)
@@ -240,38 +236,11 @@ class Asker:
 
             store = self.store()
             answer = compiled.lookup(self.spec_path, text, store=store) if store is not None else None
-            if answer is None and _KNOBS.search(text):
-                answer = self._knob_answer(text)
             if answer is None:
                 answer = compile_queries.answer(self.engine, text, eager=True)
             value = answer.value
             found = self._exact[text] = Fraction(value) if not isinstance(value, int) else value
         return found
-
-    def _knob_answer(self, text: str):
-        """A query with weights=/compute= through a compiled template. specc eval answers such
-        a query symbolically every time (its display names the compute type, which compiled
-        forms do not carry); the planner needs only the value, which the template gives
-        exactly (tests compare every reported figure with specc eval), and the template is
-        stored with the spec's others, so the next plan is warm. None: not compilable."""
-        from ..compiler import compile_queries, compiled
-
-        template, bind = compiled.normalize(text)
-        if not bind:
-            return None
-        store = compile_queries.store_for(self.engine)
-        entry = store.templates.get(template)
-        if entry is None:
-            try:
-                entry = compile_queries._template(self.engine, template, bind)
-            except SpecError:
-                return None              # the symbolic engine then reports the error, located
-            if entry is None:
-                return None
-            store.templates[template] = entry
-            compile_queries._note_dependencies(self.engine, store)    # the files the answer read
-            compile_queries._dirty.add(self.spec_path)
-        return compiled.run(entry, bind)
 
     def gpus_per_node(self, device: str) -> int | None:
         """The device file's gpus_per_node (None where it declares none)."""
