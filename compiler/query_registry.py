@@ -450,14 +450,9 @@ README_END = "<!-- end of query table -->"
 def update_readme(path: str) -> bool:
     """Rewrite the marked query table of a README from the registry; True if it changed.
     Run `python -m specc.compiler.query_registry README.md` after changing the table above."""
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    start, end = text.index(README_BEGIN) + len(README_BEGIN), text.index(README_END)
-    new = text[:start] + "\n" + markdown_table() + "\n" + text[end:]
-    if new != text:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(new)
-    return new != text
+    from .marked_section import replace_marked
+
+    return replace_marked(path, README_BEGIN, README_END, markdown_table())
 
 
 if __name__ == "__main__":  # pragma: no cover

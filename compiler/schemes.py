@@ -322,14 +322,10 @@ README_END = "<!-- end of schemes table -->"
 
 
 def update_readme(path: str) -> bool:
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    start, end = text.index(README_BEGIN) + len(README_BEGIN), text.index(README_END)
-    new = text[:start] + "\n" + markdown_table() + "\n" + text[end:]
-    if new != text:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(new)
-    return new != text
+    """Rewrite the marked schemes table of a README from specs/formats/schemes.yaml; True if it changed."""
+    from .marked_section import replace_marked
+
+    return replace_marked(path, README_BEGIN, README_END, markdown_table())
 
 
 if __name__ == "__main__":  # pragma: no cover
