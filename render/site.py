@@ -113,6 +113,8 @@ TIME_FIGURES = (
 )
 # ttft's second context check (H + 1 when others decode beside it), as (arguments, offset)
 EXTRA_CONTEXT = {"ttft": (("H",), 1)}
+# b_max checks its H against the spec's maximum context
+CAPACITY_CONTEXT = {"b_max": (("H",), 0)}
 
 
 def layout_key(point: dict) -> str:
@@ -257,10 +259,16 @@ def _formula_args(engine, point: dict, fmt: str | None, **extra):
 
 
 def capacity_forms(engine, model, point: dict, fmt: str | None) -> dict:
-    """The fit rule of q_capacity.check_fit as a shortfall in bytes: short(B, H) = ⌈max over stages of
-    ⌈B/dp⌉·state(H) − (memory − weights − workspace)⌉, a deployment fits when it is <= 0
-    (h_max searches it); short_tpot / short_ttft are the time queries' fit checks (B requests at
-    H + 1 tokens; one request joining B at max(P, H + 1) tokens)."""
+    """The capacity rules of q_capacity.py on the engine's own budget (_budget: per pipeline stage,
+    memory − weights − workspace with memory and workspace as symbols, and one request's state):
+
+      b_max(H) = dp · max(0, min over stages with state of ⌊free / state(H)⌋)          (q_b_max)
+      short(B, H) = ⌈max over stages of ⌈B/dp⌉·state(H) − free⌉                          (check_fit)
+
+    a deployment fits when short <= 0 (h_max searches it); short_tpot / short_ttft are the time
+    queries' fit checks (B requests at H + 1 tokens; one request joining B at max(P, H + 1)).
+    Built unevaluated (sympy would compare every Max and floor of symbols); the tests compare
+    them with the engine's b_max and time refusals."""
     import sympy as sp
 
     from ..compiler.sharding import Deployment
@@ -269,19 +277,28 @@ def capacity_forms(engine, model, point: dict, fmt: str | None) -> dict:
     free, per_request, _ = engine._budget(model, _formula_args(engine, point, fmt), need_state=False)
     dep = Deployment(point["tp"], point["pp"], point["ep"], point["dp"], per_device=True)
 
-    def short(batch, context):
-        # ⌈max_i t_i⌉ = max_i ⌈t_i⌉, and printing the latter asks sympy nothing about a Max
-        terms = [sp.ceiling(dep.requests_per_device(batch) * s.xreplace({H: context}) - f, evaluate=False)
-                 for f, s in zip(free, per_request)]
+    def most(terms):
         return terms[0] if len(terms) == 1 else sp.Max(*terms, evaluate=False)
 
+    def short(batch, context):
+        # ⌈max_i t_i⌉ = max_i ⌈t_i⌉, and printing the latter asks sympy nothing about a Max
+        return most([sp.ceiling(dep.requests_per_device(batch) * s.xreplace({H: context}) - f, evaluate=False)
+                     for f, s in zip(free, per_request)])
+
     out = {"short": short(B, H), "short_tpot": short(B, H + 1), "short_ttft": short(B + 1, sp.Max(P, H + 1))}
+    fits = [sp.Max(0, sp.floor(f / s, evaluate=False), evaluate=False) for f, s in zip(free, per_request) if s != 0]
+    if fits:
+        out["b_max"] = dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits, evaluate=False))
+    else:
+        out["b_max"] = _no_state(engine)
     return out
 
 
-def b_max_form(engine, model, point: dict, fmt: str | None):
-    """b_max(H) as the engine's q_b_max gives it, with memory and workspace as symbols."""
-    return engine.q_b_max(model, _formula_args(engine, point, fmt, H="H")).value
+def _no_state(engine):
+    from ..dsl.errors import SpecError
+
+    return SpecError(f"{engine.spec.model} keeps no per-request state, so capacity has no bound", None,
+                     expected="a spec that declares state stores (state: in its stack)")
 
 
 TIME_STEPS = {"tpot": "a decode step of B requests at H", "ttft": "a prefill of P beside B decoding at H"}
@@ -360,6 +377,31 @@ def helper_functions() -> str:
     step = sp.Piecewise((sp.Max(c, k), sp.Eq(ov, 1)), (c + k, True))
     return (codegen.emit(step, ["d_compute", "d_comm", "d_overlap"], "javascript", "specc_step_seconds")
             + codegen.emit(b / t, ["B", "d_seconds"], "javascript", "specc_per_second"))
+
+
+def context_functions() -> str:
+    """The context each figure's query checks against max_context, as printed functions of the
+    query's scenario arguments (SPECC_CONTEXT[figure id]): the sum of Figure.context plus its
+    offset, and the larger of two checks for ttft (P, and H + 1 beside decoding requests)."""
+    import sympy as sp
+
+    from ..compiler import codegen
+    from ..compiler.symbols import SCENARIO
+
+    def total(names, offset):
+        return sp.Add(*[SCENARIO[n] for n in names]) + offset
+
+    checks = {fig.id: [total(fig.context, fig.context_offset)] for fig in FIGURES + DEPLOYED + TIME_FIGURES
+              if fig.context}
+    for fid, (names, offset) in {**EXTRA_CONTEXT, **CAPACITY_CONTEXT}.items():
+        checks.setdefault(fid, []).append(total(names, offset))
+    lines = ["// the context each figure's query checks against the spec's maximum (render/site.py)",
+             "const SPECC_CONTEXT = {};"]
+    for fid, exprs in checks.items():
+        expr = exprs[0] if len(exprs) == 1 else sp.Max(*exprs)
+        lines.append(f"SPECC_CONTEXT[{json.dumps(fid)}] = "
+                     + codegen.emit(expr, list(SCENARIO_ARGS), "javascript", f"context_{fid}").rstrip() + ";")
+    return "\n".join(lines) + "\n"
 
 
 def device_links(engine, name: str):
@@ -499,13 +541,9 @@ def _layout_forms(engine, spec, choices: dict, points: list[dict], sizes: list, 
                 cap = capacity_forms(engine, model, point, fmt)
             except errors as exc:
                 cap = exc
-            for what in ("short", "short_tpot", "short_ttft"):
-                put(f"{vkey}#{what}|{fmt}|{lkey}", lambda: _raise(cap) if isinstance(cap, Exception) else cap[what])
-            try:
-                b_max = b_max_form(engine, model, point, fmt)
-            except errors as exc:
-                b_max = exc
-            put(f"{vkey}#b_max|{fmt}|{lkey}", lambda: _raise(b_max) if isinstance(b_max, Exception) else b_max)
+            for what in ("short", "short_tpot", "short_ttft", "b_max"):
+                made = cap if isinstance(cap, Exception) else cap[what]
+                put(f"{vkey}#{what}|{fmt}|{lkey}", lambda: _raise(made) if isinstance(made, Exception) else made)
             if (stage_key(point), fmt) not in done_stages:
                 done_stages.add((stage_key(point), fmt))
                 try:
@@ -515,11 +553,17 @@ def _layout_forms(engine, spec, choices: dict, points: list[dict], sizes: list, 
                 for step in _steps():
                     put(f"{vkey}#compute_{step}|{fmt}|{stage_key(point)}",
                         lambda: _raise(compute) if isinstance(compute, Exception) else compute[step])
+        alone = None          # on nodes at least as large as the deployment no group spans nodes
         for size in sizes:
-            try:
-                comm = comm_forms(engine, model, point, size)
-            except errors as exc:
-                comm = exc
+            if alone is not None and size is not None and size >= point["tp"] * point["pp"] * point["dp"]:
+                comm = alone
+            else:
+                try:
+                    comm = comm_forms(engine, model, point, size)
+                except errors as exc:
+                    comm = exc
+            if size is None:
+                alone = comm
             for step in _steps():
                 slot = f"{vkey}#comm_{step}|{lkey}|{node_key(size)}"
                 put(slot, lambda: _raise(comm) if isinstance(comm, Exception) else comm[step][0])
@@ -730,7 +774,7 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     target.write_text("var SPECC_SITE = " + json.dumps(site, ensure_ascii=False, indent=1) + ";\n", encoding="utf-8")
     written.append(target)
     target = out_dir / "data" / "exact.js"
-    target.write_text(codegen.prelude("javascript") + helper_functions(), encoding="utf-8")
+    target.write_text(codegen.prelude("javascript") + helper_functions() + context_functions(), encoding="utf-8")
     written.append(target)
     for asset in sorted(ASSETS.iterdir()):
         shutil.copyfile(asset, out_dir / asset.name)

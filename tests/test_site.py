@@ -184,7 +184,7 @@ def test_the_page_fit_rule_is_the_engines(name, dep, device, scenario):
         except SpecError as exc:
             found = re.search(r"([0-9,]+) B short", str(exc))
             assert found and short == int(found.group(1).replace(",", "")), (step, short, str(exc))
-    b_max = S.b_max_form(engine, model, point, engine.spec.default_format).xreplace({**values, H: length})
+    b_max = forms["b_max"].xreplace({**values, H: length})
     assert b_max == engine.evaluate_text(f"b_max(device={device}, H={length}, {degrees}, workspace=2 GiB, "
                                          "extrapolate=true)").value
     assert isinstance(b_max, sp.Integer)
