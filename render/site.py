@@ -101,7 +101,7 @@ DEPLOYED = (
 # The time figures (q_time.py's ttft, tpot, throughput): the page calls formulas printed
 # from the engine's roofline rows and collectives (see time_forms). context: the query
 # arguments whose sum (plus context_offset) the engine checks against max_context; ttft
-# checks P and, beside decoding requests, H + 1 (extra_context).
+# checks P and, beside decoding requests, H + 1 (EXTRA_CONTEXT; printed by context_functions).
 TIME_FIGURES = (
     Figure("ttft", "Time to first token (TTFT)", "seconds", "ttft", (("P", "P"), ("B", "B"), ("H", "H")), True,
            ("P",), doc="one request's prefill of P tokens, in one engine step beside B requests decoding at "
@@ -764,7 +764,7 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     site = {"specs": index, "devices": export_devices(engine, hardware),
             "figures": [asdict(f) for f in FIGURES], "byte_units": _byte_units(),
             "deployed_figures": [asdict(f) for f in DEPLOYED], "deployment_grid": DEPLOYMENT_GRID,
-            "time_figures": [asdict(f) for f in TIME_FIGURES], "extra_context": EXTRA_CONTEXT,
+            "time_figures": [asdict(f) for f in TIME_FIGURES],
             "formula_args": list(FORMULA_ARGS), "collective_kinds": list(_collective_kinds()),
             "max_stage_devices": MAX_STAGE_DEVICES,
             # the page offers deployment controls only when some spec answers some layout past one device

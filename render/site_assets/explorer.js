@@ -203,6 +203,15 @@ const SPECC = (() => {
     return parts;
   }
 
+  // whether a figure's query passes the spec's maximum context: the context it checks is a
+  // printed function of its scenario arguments (SPECC_CONTEXT, data/exact.js)
+  const beyond = (spec, context) => spec.max_context !== null && _R.cmp(context, BigInt(spec.max_context)) > 0;
+  function beyondFor(spec, id, args) {
+    if (!(id in SPECC_CONTEXT)) return false;
+    const v = (k) => (args[k] === undefined ? 0n : args[k]);
+    return beyond(spec, SPECC_CONTEXT[id](v("B"), v("S"), v("P"), v("G"), v("H")));
+  }
+
   // one figure at the current state: {fig, value, query, extrapolated} or {fig, error}
   function evaluate(entry, fig, at) {     // at: scenario values that replace the page state's
     const values = { ...state, ...(at || {}) };
@@ -213,9 +222,7 @@ const SPECC = (() => {
     const slot = fig.formatted ? `${fig.id}|${state.format}` : fig.id;
     const args = { B: 0n, S: 0n, P: 0n, G: 0n, H: 0n };
     for (const [arg, src] of fig.args) args[arg] = typeof src === "string" ? values[src] : BigInt(src);
-    let context = BigInt(fig.context_offset);
-    for (const a of fig.context) context += args[a];
-    const extrapolated = spec.max_context !== null && fig.context.length > 0 && context > BigInt(spec.max_context);
+    const extrapolated = beyondFor(spec, fig.id, args);
     const parts = fig.args.map(([arg, src]) => `${arg}=${typeof src === "string" ? args[arg] : src}`);
     parts.push(...extras(spec, fig));
     if (extrapolated) parts.push("extrapolate=true");
@@ -261,9 +268,7 @@ const SPECC = (() => {
     const dep = deployment();
     const values = { ...state, ...(at || {}) };
     const args = fig.args.map(([arg, src]) => [arg, typeof src === "string" ? values[src] : BigInt(src)]);
-    let context = BigInt(fig.context_offset);
-    for (const [arg, v] of args) if (fig.context.includes(arg)) context += v;
-    const extrapolated = spec.max_context !== null && fig.context.length > 0 && context > BigInt(spec.max_context);
+    const extrapolated = beyondFor(spec, fig.id, Object.fromEntries(args));
     const parts = args.map(([arg, v]) => `${arg}=${v}`);
     parts.push(...dep.args, "per_device=true");
     if (fig.formatted && state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
@@ -311,9 +316,15 @@ const SPECC = (() => {
 
   // The arguments of every printed formula (site.formula_args): the scenario, then the device's
   // memory, workspace, rates, mfu, mbu, links and collective latencies, exact.
+  // (the device's part is parsed once per repaint: charts call the formulas at many points)
+  let deviceArgsMemo = new Map();
   function formulaArgs(device, values) {
+    if (!deviceArgsMemo.has(device.name)) deviceArgsMemo.set(device.name, deviceArgs(device));
+    const v = { ...deviceArgsMemo.get(device.name), B: values.B, S: values.S, P: values.P, G: values.G, H: values.H };
+    return site.formula_args.map((name) => v[name]);
+  }
+  function deviceArgs(device) {
     const v = {
-      B: values.B, S: values.S, P: values.P, G: values.G, H: values.H,
       d_memory: memoryOf(device).value, d_workspace: parseBytes(state.workspace).value,
       d_flops: device.flops === null ? 1n : parseExact(device.flops),
       d_bandwidth: device.bandwidth === null ? 1n : parseExact(device.bandwidth),
@@ -325,7 +336,7 @@ const SPECC = (() => {
       v[`d_lu_${kind}`] = kind in device.latency ? parseExact(device.latency[kind]) : 0n;
       v[`d_lo_${kind}`] = kind in device.scale_out_latency ? parseExact(device.scale_out_latency[kind]) : 0n;
     }
-    return site.formula_args.map((name) => v[name]);
+    return v;
   }
 
   function capacityParts(entry, device, head) {
@@ -336,7 +347,6 @@ const SPECC = (() => {
     for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
     return { parts, workspace, memory };
   }
-  const beyond = (spec, context) => spec.max_context !== null && context > BigInt(spec.max_context);
 
   // b_max: the engine's q_b_max printed with memory and workspace as symbols
   function capacity(entry, device) {
@@ -345,7 +355,7 @@ const SPECC = (() => {
     const spec = entry.data;
     let c;
     try { c = capacityParts(entry, device, [`H=${state.H}`]); } catch (e) { return { fig, error: e.message }; }
-    const extrapolated = beyond(spec, state.H);
+    const extrapolated = beyondFor(spec, "b_max", { H: state.H });
     if (extrapolated) c.parts.push("extrapolate=true");
     const query = `b_max(${c.parts.join(", ")}${c.memory.query})`;
     const f = formula(entry, `${variantKey(state.options)}#b_max|${state.format}|${deployment().key}`);
@@ -399,9 +409,7 @@ const SPECC = (() => {
     const spec = entry.data;
     const values = { ...state, ...(at || {}) };
     const args = Object.fromEntries(fig.args.map(([arg, src]) => [arg, typeof src === "string" ? values[src] : BigInt(src)]));
-    const sum = (names, offset) => names.reduce((total, a) => total + args[a], BigInt(offset));
-    const extra = site.extra_context[fig.id];
-    const extrapolated = beyond(spec, sum(fig.context, fig.context_offset)) || (extra ? beyond(spec, sum(extra[0], extra[1])) : false);
+    const extrapolated = beyondFor(spec, fig.id, args);
     const dep = deployment();
     const parts = fig.args.map(([arg]) => `${arg}=${args[arg]}`);
     parts.push(`device=${device.name}`, ...dep.args);
@@ -684,19 +692,25 @@ const SPECC = (() => {
   // the layouts this spec's data offers (spec.layouts): tp, pp, dp, and ep = 1 or tp·dp where
   // tp·dp divides the routed experts
   const layoutValue = (key, layout) => BigInt(new URLSearchParams(layout).get(key));
+  // each degree's choices given the ones before it (tp, then dp, pp, ep): only exported layouts
+  const FIXED = { tp: [], dp: ["tp"], pp: ["tp", "dp"], ep: ["tp", "dp", "pp"] };
   function offeredDegrees(spec, key) {
-    const fixed = key === "ep" ? ["tp", "pp", "dp"] : [];
+    const fixed = FIXED[key];
     const values = spec.layouts.filter((l) => fixed.every((k) => layoutValue(k, l) === state[k])).map((l) => layoutValue(key, l));
     return [...new Set(values)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
   function degreeChoices(spec, fromURL) {
-    for (const key of ["tp", "pp", "dp", "ep"]) {
+    for (const key of ["tp", "dp", "pp", "ep"]) {
       const offered = offeredDegrees(spec, key);
       if (!offered.includes(state[key])) {
-        if (fromURL) problems.push(`${key}=${state[key]} is not offered for ${spec.name} (${offered.join(", ")}` +
-                                   (key === "ep" ? ` at tp·dp = ${state.tp * state.dp})` : ")"));
-        // keep expert parallelism on a new tp·dp when the experts allow it
-        state[key] = key === "ep" && state.ep > 1n && offered.includes(state.tp * state.dp) ? state.tp * state.dp : 1n;
+        if (fromURL) {
+          problems.push(`${key}=${state[key]} is not offered for ${spec.name} with ` +
+                        `${FIXED[key].map((k) => `${k}=${state[k]}`).join(", ") || "this spec"} (${offered.join(", ")})`);
+        }
+        // keep expert parallelism on a new tp·dp when the experts allow it; else the nearest degree below
+        const below = offered.filter((v) => v <= state[key]);
+        state[key] = key === "ep" ? (state.ep > 1n && offered.includes(state.tp * state.dp) ? state.tp * state.dp : 1n)
+          : (below.length ? below[below.length - 1] : offered[0]);
       }
       fillSelect($(key), offered.map((v) => [String(v), String(v)]), state[key].toString());
     }
@@ -811,6 +825,7 @@ const SPECC = (() => {
     const entry = loaded[state.spec];
     if (!entry) return;
     const list = problems.splice(0);
+    deviceArgsMemo = new Map();
     for (const key of ["memory", "workspace"]) {
       if (state[key]) {
         try { state[key] = parseBytes(state[key]).text; } catch (e) { list.push(e.message); state[key] = key === "workspace" ? "0 B" : ""; }
