@@ -68,34 +68,55 @@ def _figures(group: str) -> tuple:
 FIGURES = _figures("model")
 
 
-# Deployment degrees are integers the closed forms are built for, not symbols: the
-# per-device figures are exported at every point of this grid (for the default
-# options; other option combinations at tp = pp = ep = 1), and the page offers exactly
-# these degrees. ep is offered only at degrees that divide a spec's routed-expert counts
-# (a spec without routed experts has ep = 1). dp is any positive integer: a deployment
-# of dp instances is its instance's closed forms at ceil(B/dp) requests. An impossible
-# split (heads not divisible by tp, pp above the layer count) is exported as
-# unavailable with the engine's message.
-DEPLOYMENT_GRID = {"tp": (1, 2, 4, 8, 16), "pp": (1, 2, 4, 8), "ep": (1, 2, 4, 8, 16, 32, 64)}
-# the time figures' rows are exported for tp·ep up to this many devices per pipeline stage
-MAX_TP_EP = 64
+# The deployments the page offers, as engines lay them out (compiler/sharding.py): tp·pp·dp
+# devices, the routed experts spread over ep of a stage's tp·dp devices. The page offers
+# every tp, dp of LAYOUT_DEGREES with tp·dp <= MAX_STAGE_DEVICES, and ep = 1 (each expert
+# split over tp·dp) or ep = tp·dp (vLLM's --enable-expert-parallel: tp=8, ep=8 is 8 GPUs,
+# dp=8, ep=8 is "DP attention") where tp·dp divides every routed-expert count, at every pp.
+# Degrees are integers the closed forms are built for, not symbols: every per-device figure,
+# capacity and time formula is exported at each offered layout (default options; other
+# option combinations at one device). An impossible split (heads not divisible by tp, pp
+# above the layer count) is exported as unavailable with the engine's message.
+LAYOUT_DEGREES = {"tp": (1, 2, 4, 8, 16), "pp": (1, 2, 4, 8), "dp": (1, 2, 4, 8, 16)}
+MAX_STAGE_DEVICES = 16
+# the degrees a URL may name (ep: 1 or a tp·dp)
+DEPLOYMENT_GRID = {**LAYOUT_DEGREES, "ep": (1, 2, 4, 8, 16)}
+# a layout's key in the data files; degrees appear in query text in the engine's order tp, pp, ep, dp
+LAYOUT_ORDER = ("tp", "pp", "dp", "ep")
 DEPLOYED = _figures("deployed")
-# The time figures (q_time.py's ttft, tpot, throughput) are computed in the page from the
-# roofline's rows exported per (options, format, tp, ep) and its communication bytes per
-# (options, tp, pp, ep); see _time_forms.
+# The time figures (q_time.py's ttft, tpot, throughput, as their declarations list them): the
+# page calls formulas printed from the engine's roofline rows and collectives (see time_forms).
+# ttft checks P and, beside decoding requests, H + 1 (EXTRA_CONTEXT; printed by context_functions).
 TIME_FIGURES = _figures("time")
+# ttft's second context check (H + 1 when others decode beside it), as (arguments, offset)
+EXTRA_CONTEXT = {"ttft": (("H",), 1)}
+# b_max checks its H against the spec's maximum context
+CAPACITY_CONTEXT = {"b_max": (("H",), 0)}
 
 
-def deployment_key(point: dict) -> str:
-    return "&".join(f"{k}={point[k]}" for k in DEPLOYMENT_GRID if k in point)
+def layout_key(point: dict) -> str:
+    return "&".join(f"{k}={point[k]}" for k in LAYOUT_ORDER)
 
 
-def spec_grid(model) -> dict:
-    """The degrees the page offers for a compiled model: DEPLOYMENT_GRID, with ep cut to the
-    degrees that divide every routed-expert count (1 alone without routed experts)."""
+def stage_key(point: dict) -> str:
+    """The degrees a call's roofline rows depend on (not pp: a call passes every stage in turn)."""
+    return "&".join(f"{k}={point[k]}" for k in ("tp", "dp", "ep"))
+
+
+TRIVIAL = {"tp": 1, "pp": 1, "dp": 1, "ep": 1}
+
+
+def spec_layouts(model) -> list[dict]:
+    """The layouts the page offers for a compiled model (see LAYOUT_DEGREES), one device first."""
     experts = {int(op.experts) for op in model.ops if op.experts != 1}
-    return {**DEPLOYMENT_GRID, "ep": tuple(e for e in DEPLOYMENT_GRID["ep"]
-                                           if experts and all(n % e == 0 for n in experts)) or (1,)}
+    out = []
+    for tp in LAYOUT_DEGREES["tp"]:
+        for dp in LAYOUT_DEGREES["dp"]:
+            if tp * dp > MAX_STAGE_DEVICES:
+                continue
+            eps = [1] + ([tp * dp] if tp * dp > 1 and experts and all(n % (tp * dp) == 0 for n in experts) else [])
+            out += [{"tp": tp, "pp": pp, "dp": dp, "ep": ep} for ep in eps for pp in LAYOUT_DEGREES["pp"]]
+    return out
 
 
 def merged_rows(rows) -> list[tuple]:
@@ -129,8 +150,8 @@ def merged_rows(rows) -> list[tuple]:
 
 
 def deployment_args(point: dict) -> dict:
-    """The query arguments of a grid point: degrees other than 1, and per_device=true."""
-    return {**{k: v for k, v in point.items() if v != 1}, "per_device": "true"}
+    """The query arguments of a layout: degrees other than 1 (engine order), and per_device=true."""
+    return {**{k: point[k] for k in ("tp", "pp", "ep", "dp") if point.get(k, 1) != 1}, "per_device": "true"}
 
 
 def query_text(fig: Figure, values: dict | None, extra: dict) -> str:
@@ -173,8 +194,202 @@ def _exact(value) -> int | str:
     raise ValueError(f"not an exact number: {value}")
 
 
+# ------------------------------------------------------------------ formulas with device symbols
+# Every capacity and time formula the page calls takes FORMULA_ARGS: the scenario, then the
+# per-device memory and workspace, the device's peak FLOP/s, memory bandwidth, mfu, mbu,
+# per-direction scale-up and scale-out rates, and each collective kind's latency inside a
+# node (d_lu_<kind>) and across nodes (d_lo_<kind>): the page passes the device's facts and
+# does no arithmetic of its own.
+def _collective_kinds():
+    from ..compiler.collectives import KINDS
+
+    return KINDS
+
+
+DEVICE_ARGS = ("d_memory", "d_workspace", "d_flops", "d_bandwidth", "d_mfu", "d_mbu", "d_up", "d_out")
+FORMULA_ARGS = SCENARIO_ARGS + DEVICE_ARGS + tuple(f"d_lu_{k}" for k in _collective_kinds()) \
+    + tuple(f"d_lo_{k}" for k in _collective_kinds())
+
+
+def _device_symbols() -> dict:
+    import sympy as sp
+
+    return {name: sp.Symbol(name) for name in FORMULA_ARGS[len(SCENARIO_ARGS):]}
+
+
+def _formula_args(engine, point: dict, fmt: str | None, **extra):
+    """A query's arguments for the engine's own capacity and roofline code, with the device's
+    memory and workspace as symbols and unit rates (a row's seconds are then its FLOPs and bytes)."""
+    import sympy as sp
+
+    from ..compiler.query_base import _BYTE_RATE, _FLOP_RATE, Quantity, _Args
+    from ..dsl.units import BYTES
+
+    d = _device_symbols()
+    values = {"device": "<rates given>", "flops": Quantity(sp.Integer(1), _FLOP_RATE),
+              "bandwidth": Quantity(sp.Integer(1), _BYTE_RATE), "memory": Quantity(d["d_memory"], BYTES),
+              "workspace": Quantity(d["d_workspace"], BYTES), **{k: sp.Integer(v) for k, v in point.items()}, **extra}
+    if fmt is not None:
+        values["format"] = fmt
+    return _Args(values, None, engine, {"symbolic_ok": True})
+
+
+def capacity_forms(engine, model, point: dict, fmt: str | None) -> dict:
+    """The capacity rules of q_capacity.py on the engine's own budget (_budget: per pipeline stage,
+    memory − weights − workspace with memory and workspace as symbols, and one request's state):
+
+      b_max(H) = dp · max(0, min over stages with state of ⌊free / state(H)⌋)          (q_b_max)
+      short(B, H) = ⌈max over stages of ⌈B/dp⌉·state(H) − free⌉                          (check_fit)
+
+    a deployment fits when short <= 0 (h_max searches it); short_tpot / short_ttft are the time
+    queries' fit checks (B requests at H + 1 tokens; one request joining B at max(P, H + 1)).
+    Built unevaluated (sympy would compare every Max and floor of symbols); the tests compare
+    them with the engine's b_max and time refusals."""
+    import sympy as sp
+
+    from ..compiler.sharding import Deployment
+    from ..compiler.symbols import B, H, P
+
+    free, per_request, _ = engine._budget(model, _formula_args(engine, point, fmt), need_state=False)
+    dep = Deployment(point["tp"], point["pp"], point["ep"], point["dp"], per_device=True)
+
+    def most(terms):
+        return terms[0] if len(terms) == 1 else sp.Max(*terms, evaluate=False)
+
+    def short(batch, context):
+        # ⌈max_i t_i⌉ = max_i ⌈t_i⌉, and printing the latter asks sympy nothing about a Max
+        return most([sp.ceiling(dep.requests_per_device(batch) * s.xreplace({H: context}) - f, evaluate=False)
+                     for f, s in zip(free, per_request)])
+
+    out = {"short": short(B, H), "short_tpot": short(B, H + 1), "short_ttft": short(B + 1, sp.Max(P, H + 1))}
+    fits = [sp.Max(0, sp.floor(f / s, evaluate=False), evaluate=False) for f, s in zip(free, per_request) if s != 0]
+    if fits:
+        out["b_max"] = dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits, evaluate=False))
+    else:
+        out["b_max"] = _no_state(engine)
+    return out
+
+
+def _no_state(engine):
+    from ..dsl.errors import SpecError
+
+    return SpecError(f"{engine.spec.model} keeps no per-request state, so capacity has no bound", None,
+                     expected="a spec that declares state stores (state: in its stack)")
+
+
+TIME_STEPS = {"tpot": "a decode step of B requests at H", "ttft": "a prefill of P beside B decoding at H"}
+
+
+def _steps():
+    import sympy as sp
+
+    from ..compiler.symbols import B, H, P
+
+    one, zero = sp.Integer(1), sp.Integer(0)
+    return {"tpot": [(B, H, one)], "ttft": [(one, zero, P), (B, H, one)]}
+
+
+def compute_forms(engine, model, point: dict, fmt: str | None) -> dict:
+    """Each step's Σ_ops max(FLOPs / (peak·mfu), bytes / (bandwidth·mbu)) on the busiest device
+    (q_time.roofline_step's rows, merged where that keeps the sum), in the device symbols."""
+    import sympy as sp
+
+    d = _device_symbols()
+    peak, rate = d["d_flops"] * d["d_mfu"], d["d_bandwidth"] * d["d_mbu"]
+    out = {}
+    for name, parts in _steps().items():
+        rows, _, _ = engine.roofline_step(model, _formula_args(engine, point, fmt), parts, with_comm=False)
+        terms = []
+        for pf, w, pb, wr in merged_rows([(r.name, r.flops, r.bytes) for r in rows]):
+            f, b = w * pf / peak, wr * pb / rate
+            terms.append(b if pf == 0 else f if pb == 0 else sp.Max(f, b, evaluate=False))
+        out[name] = sp.Add(*terms)
+    return out
+
+
+def comm_forms(engine, model, point: dict, gpus_per_node: int | None) -> dict:
+    """Each step's collectives (q_time._comm_seconds: the parts' rows travel together, one latency
+    each), as seconds in the device symbols on nodes of gpus_per_node devices, and which links
+    they need ("up", "out")."""
+    import dataclasses
+
+    import sympy as sp
+
+    from ..compiler.collectives import Links, seconds, traffic
+    from ..compiler.sharding import Deployment
+    from ..compiler.symbols import B, P, S
+
+    dep = Deployment(point["tp"], point["pp"], point["ep"], point["dp"], per_device=True)
+    d = _device_symbols()
+    kinds = _collective_kinds()
+    links = Links(d["d_up"], d["d_out"], gpus_per_node, {k: d[f"d_lu_{k}"] for k in kinds},
+                  {k: d[f"d_lo_{k}"] for k in kinds})
+    out = {}
+    for name, parts in _steps().items():
+        if (dep.tp, dep.pp, dep.dp) == (1, 1, 1):
+            out[name] = (sp.Integer(0), [])
+            continue
+        act = sp.Integer(2)
+        per_part = [engine._collectives(model, dep, {B: b, S: s, P: p}, act, None, gpus_per_node)
+                    for b, s, p in parts]
+        colls = per_part[0]
+        for other in per_part[1:]:
+            colls = [dataclasses.replace(c, size=c.size + o.size) for c, o in zip(colls, other)]
+        up = sp.Add(*[c.mult * traffic(c, gpus_per_node, None)[0] for c in colls])
+        across = sp.Add(*[c.mult * traffic(c, gpus_per_node, None)[1] for c in colls])
+        out[name] = (sp.Add(*[c.mult * seconds(c, links, None) for c in colls]),
+                     [link for link, amount in (("up", up), ("out", across)) if amount != 0])
+    return out
+
+
+def helper_functions() -> str:
+    """The two formulas that join a step's parts, printed like every other: the step's
+    seconds (compute plus collectives, or the larger with overlap) and B / seconds."""
+    import sympy as sp
+
+    from ..compiler import codegen
+
+    c, k, ov, b, t = sp.symbols("d_compute d_comm d_overlap B d_seconds", nonnegative=True)
+    step = sp.Piecewise((sp.Max(c, k), sp.Eq(ov, 1)), (c + k, True))
+    return (codegen.emit(step, ["d_compute", "d_comm", "d_overlap"], "javascript", "specc_step_seconds")
+            + codegen.emit(b / t, ["B", "d_seconds"], "javascript", "specc_per_second"))
+
+
+def context_functions() -> str:
+    """The context each figure's query checks against max_context, as printed functions of the
+    query's scenario arguments (SPECC_CONTEXT[figure id]): the sum of Figure.context plus its
+    offset, and the larger of two checks for ttft (P, and H + 1 beside decoding requests)."""
+    import sympy as sp
+
+    from ..compiler import codegen
+    from ..compiler.symbols import SCENARIO
+
+    def total(names, offset):
+        return sp.Add(*[SCENARIO[n] for n in names]) + offset
+
+    checks = {fig.id: [total(fig.context, fig.context_offset)] for fig in FIGURES + DEPLOYED + TIME_FIGURES
+              if fig.context}
+    for fid, (names, offset) in {**EXTRA_CONTEXT, **CAPACITY_CONTEXT}.items():
+        checks.setdefault(fid, []).append(total(names, offset))
+    lines = ["// the context each figure's query checks against the spec's maximum (render/site.py)",
+             "const SPECC_CONTEXT = {};"]
+    for fid, exprs in checks.items():
+        expr = exprs[0] if len(exprs) == 1 else sp.Max(*exprs)
+        lines.append(f"SPECC_CONTEXT[{json.dumps(fid)}] = "
+                     + codegen.emit(expr, list(SCENARIO_ARGS), "javascript", f"context_{fid}").rstrip() + ";")
+    return "\n".join(lines) + "\n"
+
+
+def device_links(engine, name: str):
+    """A device's links as the time queries read them (collectives.Links)."""
+    from ..compiler.query_base import _Args
+
+    return engine._links_of(_Args({"device": name}, None, engine, {}), name)
+
+
 def export_devices(engine, hardware_dir: Path) -> list[dict]:
-    """The device table, each fact asked through the engine's device queries."""
+    """The device table, each fact asked through the engine's device queries (links and
+    collective latencies as the time queries read them)."""
     from ..dsl.errors import SpecError
     from ..dsl.yamlload import load_yaml_file
 
@@ -189,12 +404,18 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
                             expected="name:, memory:, bandwidth:, flops: ... (see specs/hardware/)")
         row = {"name": safe_stem(path), "display_name": str(raw.get("display_name", path.stem)),
                "source": str(raw.get("source", ""))}
-        for field, query in (("memory", "device_memory"), ("flops", "device_flops"),
-                             ("bandwidth", "device_bandwidth"), ("link", "device_link")):
+        for field, query, extra in (("memory", "device_memory", {}), ("flops", "device_flops", {}),
+                                    ("bandwidth", "device_bandwidth", {}), ("scale_up", "device_link", {}),
+                                    ("scale_out", "device_link", {"link": "scale_out"})):
             try:
-                row[field] = str(_exact(engine.evaluate_text(make_call(query, {"device": path.stem}).text()).value))
+                call = make_call(query, {"device": path.stem, **extra})
+                row[field] = str(_exact(engine.evaluate_text(call.text()).value))
             except SpecError:
                 row[field] = None        # the datasheet does not give this fact
+        links = device_links(engine, path.stem)
+        row["gpus_per_node"] = links.gpus_per_node
+        row["latency"] = {k: str(_exact(v)) for k, v in links.latency.items()}
+        row["scale_out_latency"] = {k: str(_exact(v)) for k, v in (links.scale_out_latency or links.latency).items()}
         row["memory_text"] = str(raw.get("memory", ""))
         devices.append(row)
     return devices
@@ -214,44 +435,49 @@ def _public_path(path) -> str:
         return Path(text).name
 
 
+def node_sizes(hardware_dir: Path) -> list:
+    """The distinct gpus_per_node of the device files (None: no node size given): collectives
+    are exported once per node size, since a group that spans nodes costs differently."""
+    from ..dsl.yamlload import load_yaml_file
+
+    sizes = set()
+    for path in sorted(Path(hardware_dir).glob("*.yaml")):
+        raw = load_yaml_file(path)
+        value = raw.get("gpus_per_node") if hasattr(raw, "get") else None
+        sizes.add(None if value is None else int(value))
+    return sorted(sizes, key=lambda v: (v is not None, v or 0)) or [None]
+
+
+def node_key(gpus_per_node) -> str:
+    return "none" if gpus_per_node is None else str(gpus_per_node)
+
+
 class _Exported:
     """What one spec's data file accumulates: JavaScript functions (one per distinct
-    closed form), roofline row sets (one per distinct set), and why a figure is
-    unavailable (each distinct message once)."""
+    closed form) and why a figure is unavailable (each distinct message once)."""
 
     def __init__(self):
         self.functions: list[str] = []
         self._source_index: dict[str, int] = {}
         self._printed: dict = {}      # closed form -> function index: options often leave a figure unchanged
-        self.rowsets: list[list] = []
-        self._rowset_index: dict[str, int] = {}
         self.messages: list[str] = []
         self.unavailable: dict[str, int] = {}
 
-    def function_of(self, expr) -> int:
+    def function_of(self, expr, args=SCENARIO_ARGS, shared=None) -> int:
         from ..compiler import codegen
 
-        if expr not in self._printed:
-            source = codegen.emit(expr, list(SCENARIO_ARGS), "javascript")
+        if (expr, args) not in self._printed:
+            source = codegen.emit(expr, list(args), "javascript", shared=shared)
             if source not in self._source_index:
                 self._source_index[source] = len(self.functions)
                 self.functions.append(source)
-            self._printed[expr] = self._source_index[source]
-        return self._printed[expr]
+            self._printed[(expr, args)] = self._source_index[source]
+        return self._printed[(expr, args)]
 
-    def rowset_of(self, rows) -> int:
-        """A roofline row set: [[FLOPs function or -1, its factor, bytes function or -1, its factor]]."""
-        # factors as strings: JSON numbers past 2**53 would lose digits in the page
-        table = [[-1 if pf == 0 else self.function_of(pf), str(_exact(w)), -1 if pb == 0 else self.function_of(pb),
-                  str(_exact(wr))] for pf, w, pb, wr in merged_rows(rows)]
-        return self._rowset_index_of(table)
-
-    def _rowset_index_of(self, table: list) -> int:
-        text = json.dumps(table)
-        if text not in self._rowset_index:
-            self._rowset_index[text] = len(self.rowsets)
-            self.rowsets.append(table)
-        return self._rowset_index[text]
+    def formula_of(self, expr) -> int:
+        # printed without shared sub-expressions: sympy's cse re-evaluates every Max it rebuilds,
+        # which costs seconds per formula, and these are called once per figure
+        return self.function_of(expr, FORMULA_ARGS, shared=False)
 
     def why(self, key: str, exc: Exception | str) -> None:
         message = str(exc).splitlines()[0][:300]
@@ -259,20 +485,17 @@ class _Exported:
             self.messages.append(message)
         self.unavailable[key] = self.messages.index(message)
 
-    def absorb(self, other: "_Exported"):
-        """Take another part's functions, row sets and reasons; returns how its function
-        and row-set indices map to this one's."""
+    def absorb(self, other: "_Exported") -> list:
+        """Take another part's functions and reasons; returns how its function indices map to this one's."""
         fmap = []
         for source in other.functions:
             if source not in self._source_index:
                 self._source_index[source] = len(self.functions)
                 self.functions.append(source)
             fmap.append(self._source_index[source])
-        rmap = [self._rowset_index_of([[-1 if pf < 0 else fmap[pf], w, -1 if pb < 0 else fmap[pb], wr]
-                                       for pf, w, pb, wr in table]) for table in other.rowsets]
         for key, i in other.unavailable.items():
             self.why(key, other.messages[i])
-        return fmap, rmap
+        return fmap
 
 
 def _unavailable_errors():
@@ -289,61 +512,79 @@ def _symbolic(engine, text: str):
     return sp.sympify(engine.evaluate_text(text, "<site>", symbolic_ok=True).value)
 
 
-def _time_forms(engine, spec, work: list[tuple[dict, list]], pps, out: _Exported) -> tuple[dict, dict]:
-    """The roofline at each (options, [(tp, ep), ...]) of `work`, for every format, as row
-    sets: the call's and (when it differs at P = 1) the decode step's; and its communication
-    bytes at every pp of `pps`. The rows do not depend on pp (a call passes every stage in
-    turn: roofline sums all ops) and the communication does not depend on the format."""
+def _layout_forms(engine, spec, choices: dict, points: list[dict], sizes: list, out: _Exported) -> tuple[dict, dict]:
+    """The capacity and time formulas of one option combination at each layout of `points`,
+    for every format: {slot: function index or None}, and the links each collective formula
+    needs. Slots: "<variant>#b_max|<format>|<layout>" (likewise short, short_tpot, short_ttft),
+    "<variant>#compute_<step>|<format>|<tp, dp, ep>" and "<variant>#comm_<step>|<layout>|<node size>"."""
     errors = _unavailable_errors()
-    time, comm = {}, {}
-    for choices, points in work:
-        vkey = variant_key(choices)
-        time.setdefault(vkey, {fmt: {} for fmt in spec.formats})
-        comm.setdefault(vkey, {})
-        for tp, ep in points:
-            for i, fmt in enumerate(spec.formats):
-                key = f"tp={tp}&ep={ep}"
+    model = engine.model(dict(choices))
+    vkey = variant_key(choices)
+    forms, needs = {}, {}
+
+    def put(slot, make):
+        try:
+            forms[slot] = out.formula_of(make())
+        except errors as exc:
+            forms[slot] = None
+            out.why(slot, exc)
+
+    done_stages = set()
+    for point in points:
+        lkey = layout_key(point)
+        for fmt in spec.formats:
+            try:
+                cap = capacity_forms(engine, model, point, fmt)
+            except errors as exc:
+                cap = exc
+            for what in ("short", "short_tpot", "short_ttft", "b_max"):
+                made = cap if isinstance(cap, Exception) else cap[what]
+                put(f"{vkey}#{what}|{fmt}|{lkey}", lambda: _raise(made) if isinstance(made, Exception) else made)
+            if (stage_key(point), fmt) not in done_stages:
+                done_stages.add((stage_key(point), fmt))
                 try:
-                    forms = engine.roofline_forms(choices, fmt, tp, 1, ep)
+                    compute = compute_forms(engine, model, point, fmt)
                 except errors as exc:
-                    time[vkey][fmt][key] = None
-                    out.why(f"time#{vkey}#{fmt}#{key}", exc)
-                    continue
-                time[vkey][fmt][key] = [out.rowset_of(forms["call"]),
-                                        None if forms["step"] is None else out.rowset_of(forms["step"])]
-                if i == 0:
-                    comm[vkey][f"tp={tp}&pp=1&ep={ep}"] = out.function_of(forms["comm"])
-            for pp in pps:
-                key = f"tp={tp}&pp={pp}&ep={ep}"
-                if pp == 1 and key in comm[vkey]:
-                    continue
+                    compute = exc
+                for step in _steps():
+                    put(f"{vkey}#compute_{step}|{fmt}|{stage_key(point)}",
+                        lambda: _raise(compute) if isinstance(compute, Exception) else compute[step])
+        alone = None          # on nodes at least as large as the deployment no group spans nodes
+        for size in sizes:
+            if alone is not None and size is not None and size >= point["tp"] * point["pp"] * point["dp"]:
+                comm = alone
+            else:
                 try:
-                    comm[vkey][key] = out.function_of(engine.roofline_forms(choices, None, tp, pp, ep, rows=False)["comm"])
+                    comm = comm_forms(engine, model, point, size)
                 except errors as exc:
-                    comm[vkey][key] = None
-                    out.why(f"comm#{vkey}#{key}", exc)
-    return time, comm
+                    comm = exc
+            if size is None:
+                alone = comm
+            for step in _steps():
+                slot = f"{vkey}#comm_{step}|{lkey}|{node_key(size)}"
+                put(slot, lambda: _raise(comm) if isinstance(comm, Exception) else comm[step][0])
+                if not isinstance(comm, Exception) and comm[step][1]:
+                    needs[slot] = ",".join(comm[step][1])
+    return forms, needs
 
 
-def time_points(grid: dict) -> list[tuple[int, int]]:
-    """The (tp, ep) points whose roofline rows are exported for the default options: every
-    pair of the grid with tp·ep <= MAX_TP_EP devices (rows cost a symbolic roofline each)."""
-    return [(tp, ep) for tp in grid["tp"] for ep in grid["ep"] if tp * ep <= MAX_TP_EP]
+def _raise(exc):
+    raise exc
 
 
 def _parts(path: str) -> list:
     """The export of one spec in independent pieces (so that worker processes share a
-    big spec): "base", then the default options' time forms one tp at a time."""
+    big spec): "base", then the default options' layouts one tp at a time."""
     from ..compiler.queries import QueryEngine
     from ..compiler.spec import load_spec
 
     spec = load_spec(path)
     model = QueryEngine.shared(spec).model({})
-    grid = spec_grid(model)
-    # a rough cost (ops times the roofline calls of the part), so the workers start with the longest
+    layouts = spec_layouts(model)
+    # a rough cost (ops times the formulas of the part), so the workers start with the longest
     cost = len(model.ops) * len(spec.formats)
-    return [((path, "base"), cost * 2)] + [((path, tp), cost * sum(1 for t, _ in time_points(grid) if t == tp))
-                                           for tp in grid["tp"]]
+    return [((path, "base"), cost * 4)] + [((path, tp), cost * sum(1 for p in layouts if p["tp"] == tp))
+                                           for tp in LAYOUT_DEGREES["tp"] if any(p["tp"] == tp for p in layouts)]
 
 
 def export_part(task) -> dict:
@@ -355,41 +596,41 @@ def export_part(task) -> dict:
     spec = load_spec(path)
     engine = QueryEngine.shared(spec)
     all_variants = _variants(spec)
-    grid = spec_grid(engine.model({}))
+    layouts = spec_layouts(engine.model({}))
+    sizes = node_sizes(Path(path).resolve().parent / "hardware")
     out = _Exported()
     if part == "base":
-        data = _export_base(path, spec, engine, all_variants, grid, out)
-        # other options: their rows at tp = ep = 1 (every pp)
-        data["time"], data["comm"] = _time_forms(engine, spec, [(c, [(1, 1)]) for c in all_variants[1:]],
-                                                 grid["pp"], out)
+        data = _export_base(path, spec, engine, all_variants, layouts, out)
+        data["forms"], data["needs"] = {}, {}
+        for choices in all_variants:          # every option combination on one device
+            forms, needs = _layout_forms(engine, spec, choices, [TRIVIAL], sizes, out)
+            data["forms"].update(forms)
+            data["needs"].update(needs)
+        data["deployed"] = {}
     else:
-        points = [(tp, ep) for tp, ep in time_points(grid) if tp == part]
+        points = [p for p in layouts if p["tp"] == part and p != TRIVIAL]
         data = {}
-        data["time"], data["comm"] = _time_forms(engine, spec, [(all_variants[0], points)], grid["pp"], out)
+        data["forms"], data["needs"] = _layout_forms(engine, spec, all_variants[0], points, sizes, out)
+        data["deployed"] = _deployed(engine, spec, all_variants[0], points, out)
     data["_out"] = out
     return data
 
 
 def join_parts(parts: list[dict]) -> dict:
-    """The parts of one spec's export as one data dict (functions and row sets renumbered)."""
+    """The parts of one spec's export as one data dict (functions renumbered)."""
     out = _Exported()
     data = None
     for part in sorted(parts, key=lambda part: "name" not in part):      # the base part first
-        fmap, rmap = out.absorb(part.pop("_out"))
+        fmap = out.absorb(part.pop("_out"))
+        remap = lambda table: {slot: None if i is None else fmap[i] for slot, i in table.items()}  # noqa: E731
         if "variants" in part:
-            part["variants"] = {k: {slot: None if i is None else fmap[i] for slot, i in table.items()}
-                                for k, table in part["variants"].items()}
-            part["deployed"] = {slot: None if i is None else fmap[i] for slot, i in part["deployed"].items()}
+            part["variants"] = {k: remap(table) for k, table in part["variants"].items()}
         if data is None:
-            data = {**part, "time": {}, "comm": {}}
-        for vkey, formats in part["time"].items():
-            for fmt, points in formats.items():
-                target = data["time"].setdefault(vkey, {}).setdefault(fmt, {})
-                for key, pair in points.items():
-                    target[key] = None if pair is None else [rmap[pair[0]], None if pair[1] is None else rmap[pair[1]]]
-        for vkey, points in part["comm"].items():
-            data["comm"].setdefault(vkey, {}).update({k: None if i is None else fmap[i] for k, i in points.items()})
-    data.update(unavailable=out.unavailable, messages=out.messages, functions=out.functions, rowsets=out.rowsets)
+            data = {**part, "forms": {}, "needs": {}, "deployed": {}}
+        data["forms"].update(remap(part["forms"]))
+        data["needs"].update(part["needs"])
+        data["deployed"].update(remap(part["deployed"]))
+    data.update(unavailable=out.unavailable, messages=out.messages, functions=out.functions)
     return data
 
 
@@ -398,8 +639,26 @@ def export_spec(path: str) -> dict:
     return join_parts([export_part(task) for task, _ in _parts(path)])
 
 
-def _export_base(path, spec, engine, all_variants, grid, out: _Exported) -> dict:
-    """The figures of every option combination, the per-device figures and the claims."""
+def _deployed(engine, spec, choices, points, out: _Exported) -> dict:
+    """The per-device figures (DEPLOYED) at each layout of `points`."""
+    errors = _unavailable_errors()
+    deployed = {}
+    vkey = variant_key(choices)
+    for point in points:
+        for fig in DEPLOYED:
+            for fmt in (spec.formats if fig.formatted else [None]):
+                extra = {**deployment_args(point), **({"format": fmt} if fmt else {})}
+                slot = f"{fig.id}|{fmt}|{layout_key(point)}" if fmt else f"{fig.id}|{layout_key(point)}"
+                try:
+                    deployed[slot] = out.function_of(_symbolic(engine, query_text(fig, None, extra)))
+                except errors as exc:
+                    deployed[slot] = None
+                    out.why(f"{vkey}#{slot}", exc)
+    return deployed
+
+
+def _export_base(path, spec, engine, all_variants, layouts, out: _Exported) -> dict:
+    """The figures of every option combination and the claims."""
     from ..verify.claims import verify_spec
     from ..verify.output import as_json
 
@@ -424,19 +683,6 @@ def _export_base(path, spec, engine, all_variants, grid, out: _Exported) -> dict
                     out.why(f"{key}#{slot}", exc)
         variants[key] = table
     model = engine.model({})
-    deployed = {}
-    default = variant_key(all_variants[0])
-    for values in itertools.product(*grid.values()):
-        point = dict(zip(grid, values))
-        for fig in DEPLOYED:
-            for fmt in (spec.formats if fig.formatted else [None]):
-                extra = {**deployment_args(point), **({"format": fmt} if fmt else {})}
-                slot = f"{fig.id}|{fmt}|{deployment_key(point)}" if fmt else f"{fig.id}|{deployment_key(point)}"
-                try:
-                    deployed[slot] = out.function_of(_symbolic(engine, query_text(fig, None, extra)))
-                except errors as exc:
-                    deployed[slot] = None
-                    out.why(f"{default}#{slot}", exc)
     results = verify_spec(spec)
     claims = json.loads(as_json(results))
     from ..verify import sources as S
@@ -451,9 +697,8 @@ def _export_base(path, spec, engine, all_variants, grid, out: _Exported) -> dict
                     for n, o in spec.options.items()],
         "formats": [{"name": f, "default": f == spec.default_format, "doc": getattr(spec.formats[f], "doc", "") or ""}
                     for f in spec.formats],
-        "has_state": any(True for _ in spec.stores), "grid": grid, "time_points": time_points(grid),
-        "variants": variants, "deployed": deployed,
-        "claims": claims["claims"], "summary": claims["summary"],
+        "has_state": any(True for _ in spec.stores), "layouts": [layout_key(p) for p in layouts],
+        "variants": variants, "claims": claims["claims"], "summary": claims["summary"],
     }
 
 
@@ -524,13 +769,14 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
     site = {"specs": index, "devices": export_devices(engine, hardware),
             "figures": [asdict(f) for f in FIGURES], "byte_units": _byte_units(),
             "deployed_figures": [asdict(f) for f in DEPLOYED], "deployment_grid": DEPLOYMENT_GRID,
-            "time_figures": [asdict(f) for f in TIME_FIGURES], "max_tp_ep": MAX_TP_EP,
-            # the page offers deployment controls only when some spec answers some grid point past (1, 1, 1)
-            "deployment": any(i is not None for d in exported for k, i in d["deployed"].items()
-                              if not k.endswith(deployment_key({k2: 1 for k2 in DEPLOYMENT_GRID}))),
+            "time_figures": [asdict(f) for f in TIME_FIGURES],
+            "formula_args": list(FORMULA_ARGS), "collective_kinds": list(_collective_kinds()),
+            "max_stage_devices": MAX_STAGE_DEVICES,
+            # the page offers deployment controls only when some spec answers some layout past one device
+            "deployment": any(i is not None for d in exported for i in d["deployed"].values()),
             "docs": docs_dir is not None, "queries": sorted(_query_names())}
     files["data/site.js"] = "var SPECC_SITE = " + json.dumps(site, ensure_ascii=False, indent=1) + ";\n"
-    files["data/exact.js"] = codegen.prelude("javascript")
+    files["data/exact.js"] = codegen.prelude("javascript") + helper_functions() + context_functions()
     for asset in sorted(ASSETS.iterdir()):
         files[asset.name] = asset.read_bytes()
     if docs_dir is not None and Path(docs_dir).is_dir():

@@ -61,62 +61,141 @@ def test_exported_functions_agree_with_the_engine(tmp_path):
             assert index is None or 0 <= index < len(data["functions"])
             if index is None:
                 assert data["messages"][data["unavailable"][f"{key}#{slot}"]]
-    # the other options' time rows: at tp = ep = 1, a call and a decode step (v4.1's stores declare writes:)
-    call, step = data["time"]["mode=reference"]["production"]["tp=1&ep=1"]
-    assert call != step and all(len(row) == 4 for row in data["rowsets"][call])
-    assert set(data["comm"]["mode=reference"]) == {f"tp=1&pp={pp}&ep=1" for pp in S.DEPLOYMENT_GRID["pp"]}
+    # every option combination on one device: capacity, fit and time formulas for every format
+    one = S.layout_key(S.TRIVIAL)
+    for vkey in ("mode=ced", "mode=reference"):
+        for fmt in ("reference", "production"):
+            for what in ("b_max", "short", "short_tpot", "short_ttft"):
+                assert f"{vkey}#{what}|{fmt}|{one}" in data["forms"]
+            for step in ("tpot", "ttft"):
+                assert f"{vkey}#compute_{step}|{fmt}|{S.stage_key(S.TRIVIAL)}" in data["forms"]
+    for slot, index in data["forms"].items():
+        assert index is None and data["messages"][data["unavailable"][slot]] or 0 <= index < len(data["functions"])
     assert data["variants"]["mode=ced"]["prefill_flops"] is not None
     assert all(src.startswith("function") for src in data["functions"])
-    # the claims table is specc verify's JSON, with each source's English name and quote's gloss
+    # the claims table is specc verify's JSON, with each source's English name and quote's gloss;
+    # no absolute path of the build machine
     assert data["claims"] and {"id", "source", "verdict", "eval"} <= set(data["claims"][0])
     assert all(c["gloss"] and c["source_name"] for c in data["claims"] if c["source"].startswith("000_"))
+    assert data["path"].endswith("deepseek_v41.yaml") and not data["path"].startswith("/")
 
 
-def _roofline_seconds(engine, choices, fmt, dep, device, batch, cached, new, mfu=1, mbu=1, overlap=False):
-    """What the page computes, in Python: the merged rows of roofline_forms at
-    B = ceil(B/dp), the device's rates, mfu and mbu."""
-    import math
-    from fractions import Fraction
-
-    import sympy as sp
-
-    from specc.compiler import symbols as sym
-
-    forms = engine.roofline_forms(choices, fmt, dep["tp"], dep["pp"], dep["ep"])
-    rows = forms["step"] if new == 1 and forms["step"] is not None else forms["call"]
-    at = {sym.B: math.ceil(Fraction(batch, dep["dp"])), sym.S: cached, sym.P: new}
-    rate = {q: Fraction(str(engine.evaluate_text(f"{q}(device={device})").value))
-            for q in ("device_flops", "device_bandwidth", "device_link")}
-    peak, bandwidth = rate["device_flops"] * Fraction(mfu), rate["device_bandwidth"] * Fraction(mbu)
-    value = lambda expr: Fraction(str(sp.sympify(expr).xreplace(at)))   # noqa: E731
-    compute = sum((max(value(w * f) / peak, value(v * g) / bandwidth) for f, w, g, v in S.merged_rows(rows)),
-                  Fraction(0))
-    comm = value(forms["comm"]) / rate["device_link"]
-    return max(compute, comm) if overlap else compute + comm
-
-
-@pytest.mark.parametrize("name,choices,fmt,dep,device,scenario,rates", [
-    ("llama2_7b", {}, "int4", {"tp": 2, "pp": 2, "ep": 1, "dp": 3}, "a100_80gb", (7, 4096, 1), (Fraction(4, 5), 1, False)),
-    ("qwen36_35b_a3b", {}, None, {"tp": 1, "pp": 1, "ep": 8, "dp": 5}, "h100_sxm", (33, 0, 1000), (1, Fraction(1, 3), True)),
-    ("deepseek_v41", {"mode": "reference"}, "production", {"tp": 1, "pp": 4, "ep": 1, "dp": 2}, "b200", (9, 70000, 1),
-     (1, 1, False)),
-    ("deepseek_v41", {}, None, {"tp": 2, "pp": 1, "ep": 16, "dp": 1}, "h200", (5, 0, 1), (Fraction(1, 2), 1, False)),
-])
-def test_page_time_arithmetic_is_the_engines(name, choices, fmt, dep, device, scenario, rates):
-    """The page's rule (merged rows at ceil(B/dp), comm by the link) equals call_time with dp,
-    mfu, mbu and overlap; the decode step uses the step rows (specs with writes:)."""
+def test_layouts_offer_tp_ep_on_the_same_gpus():
+    """ep is 1 or the stage's tp·dp (vLLM's --enable-expert-parallel), where it divides the experts;
+    a dense spec has ep = 1 only."""
     from specc.compiler.queries import QueryEngine
     from specc.compiler.spec import load_spec
 
+    moe = S.spec_layouts(QueryEngine.shared(load_spec(REPO / "specs" / "deepseek_v3.yaml")).model({}))
+    keys = {S.layout_key(p) for p in moe}
+    assert {"tp=8&pp=1&dp=1&ep=8", "tp=1&pp=1&dp=8&ep=8", "tp=1&pp=1&dp=16&ep=16", "tp=8&pp=2&dp=1&ep=1"} <= keys
+    assert all(p["ep"] in (1, p["tp"] * p["dp"]) and p["tp"] * p["dp"] <= S.MAX_STAGE_DEVICES for p in moe)
+    dense = S.spec_layouts(QueryEngine.shared(load_spec(REPO / "specs" / "llama2_70b.yaml")).model({}))
+    assert all(p["ep"] == 1 for p in dense) and moe[0] == S.TRIVIAL == dense[0]
+
+
+def _device_values(engine, device: str, memory=None, workspace=0, mfu=1, mbu=1) -> dict:
+    """The page's formula arguments for a device (what explorer.js passes), as sympy numbers."""
+    import sympy as sp
+
+    links = S.device_links(engine, device)
+    ask = lambda q: engine.evaluate_text(f"{q}(device={device})").value   # noqa: E731
+    values = {"d_memory": memory if memory is not None else ask("device_memory"), "d_workspace": workspace,
+              "d_flops": ask("device_flops"), "d_bandwidth": ask("device_bandwidth"), "d_mfu": mfu, "d_mbu": mbu,
+              "d_up": links.scale_up if links.scale_up is not None else 1,
+              "d_out": links.scale_out if links.scale_out is not None else 1}
+    for kind in S._collective_kinds():
+        values[f"d_lu_{kind}"] = links.latency.get(kind, 0)
+        values[f"d_lo_{kind}"] = (links.scale_out_latency or links.latency).get(kind, 0)
+    return {sp.Symbol(k): sp.sympify(v) for k, v in values.items()}, links.gpus_per_node
+
+
+@pytest.mark.parametrize("name,choices,fmt,dep,device,scenario,rates", [
+    ("llama2_7b", {}, "int4", {"tp": 2, "pp": 2, "ep": 1, "dp": 4}, "a100_80gb", (7, 4096, 100), (Fraction(4, 5), 1, False)),
+    ("qwen36_35b_a3b", {}, None, {"tp": 1, "pp": 1, "ep": 8, "dp": 8}, "h100_sxm", (33, 1000, 1000),
+     (1, Fraction(1, 3), True)),
+    ("deepseek_v41", {"mode": "reference"}, "production", {"tp": 1, "pp": 1, "ep": 1, "dp": 1}, "b200", (9, 70000, 7),
+     (1, 1, False)),
+    ("deepseek_v41", {}, None, {"tp": 2, "pp": 1, "ep": 16, "dp": 8}, "h200", (5, 300, 64), (Fraction(1, 2), 1, False)),
+    ("llama2_70b", {}, None, {"tp": 8, "pp": 2, "ep": 1, "dp": 1}, "h100_sxm", (3, 4000, 4096), (1, 1, False)),
+    ("deepseek_v3", {}, None, {"tp": 1, "pp": 1, "ep": 16, "dp": 16}, "h200", (20, 2000, 512), (1, Fraction(9, 10), False)),
+    ("mixtral_8x7b", {}, None, {"tp": 8, "pp": 1, "ep": 8, "dp": 1}, "a100_80gb_pcie", (4, 100, 30), (1, 1, True)),
+])
+def test_page_time_formulas_are_the_engines(name, choices, fmt, dep, device, scenario, rates):
+    """The formulas the page calls (compute, collectives on the device's node size, their sum or
+    overlap, B / seconds) at the device's facts equal tpot, throughput and ttft (one request beside
+    B decoding); nodes of 8 (llama2_70b tp=8, pp=2 and V3 dp=16, ep=16 span two) and of 2 GPUs."""
+    import sympy as sp
+
+    from specc.compiler.queries import QueryEngine
+    from specc.compiler.spec import load_spec
+    from specc.compiler.symbols import B, H, P
+
     engine = QueryEngine.shared(load_spec(REPO / "specs" / f"{name}.yaml"))
-    batch, cached, new = scenario
+    model = engine.model(dict(choices))
+    fmt = fmt or engine.spec.default_format
+    point = {"tp": dep["tp"], "pp": dep["pp"], "dp": dep["dp"], "ep": dep["ep"]}
+    batch, length, prompt = scenario
     mfu, mbu, overlap = rates
-    args = [f"B={batch}", f"S={cached}", f"P={new}", f"device={device}", f"mfu={mfu}", f"mbu={mbu}",
-            f"overlap={'true' if overlap else 'false'}", *(f"{k}={v}" for k, v in dep.items()),
-            *(f"{k}={v}" for k, v in choices.items()), *([f"format={fmt}"] if fmt else [])]
-    expected = engine.evaluate_text(f"call_time({', '.join(args)}, extrapolate=true)").value
-    assert _roofline_seconds(engine, choices, fmt, dep, device, batch, cached, new, mfu, mbu, overlap) \
-        == Fraction(str(expected))
+    values, node = _device_values(engine, device, mfu=mfu, mbu=mbu)
+    compute = S.compute_forms(engine, model, point, fmt)
+    comm = S.comm_forms(engine, model, point, node)
+    at = {**values, B: batch, H: length, P: prompt}
+    step = lambda c, k: max(c, k) if overlap else c + k      # noqa: E731 (specc_step_seconds)
+    common = [f"device={device}", f"mfu={mfu}", f"mbu={mbu}", f"overlap={'true' if overlap else 'false'}",
+              *(f"{k}={v}" for k, v in dep.items()), *(f"{k}={v}" for k, v in choices.items()), f"format={fmt}",
+              "ignore_fit=true", "extrapolate=true"]
+    if "out" in comm["tpot"][1] and S.device_links(engine, device).scale_out is None:
+        # the device gives no scale-out link: the page refuses, as the engine does; both with one given
+        values[sp.Symbol("d_out")] = sp.Integer(25 * 10 ** 9)
+        at = {**values, B: batch, H: length, P: prompt}
+        common.append("scale_out_bandwidth=25 GB / 1 s")
+    ask = lambda q: engine.evaluate_text(f"{q}, {', '.join(common)})").value   # noqa: E731
+    tpot = step(compute["tpot"].xreplace(at), comm["tpot"][0].xreplace(at))
+    assert tpot == ask(f"tpot(H={length}, B={batch}")
+    assert sp.Integer(batch) / tpot == ask(f"throughput(H={length}, B={batch}")
+    ttft = step(compute["ttft"].xreplace(at), comm["ttft"][0].xreplace(at))
+    assert ttft == ask(f"ttft(P={prompt}, B={batch}, H={length}")
+
+
+@pytest.mark.parametrize("name,dep,device,scenario", [
+    ("deepseek_v3", {"tp": 8, "ep": 8}, "h200", (4, 4096)),
+    ("deepseek_v3", {"dp": 8, "ep": 8}, "h200", (4, 4096)),
+    ("llama2_70b", {"pp": 2}, "rtx_4090", (1, 1000)),
+    ("qwen3_8b", {"tp": 2, "dp": 2}, "l4", (64, 40000)),
+])
+def test_the_page_fit_rule_is_the_engines(name, dep, device, scenario):
+    """The printed shortfall is positive exactly when the engine refuses a time query, and equals
+    the shortfall its message gives; b_max is the engine's with memory and workspace as symbols."""
+    import re
+
+    import sympy as sp
+
+    from specc.compiler.queries import QueryEngine
+    from specc.compiler.spec import load_spec
+    from specc.compiler.symbols import B, H, P
+    from specc.dsl.errors import SpecError
+
+    engine = QueryEngine.shared(load_spec(REPO / "specs" / f"{name}.yaml"))
+    model = engine.model({})
+    point = {**S.TRIVIAL, **dep}
+    batch, length = scenario
+    workspace = 2 ** 31
+    values, _ = _device_values(engine, device, workspace=workspace)
+    forms = S.capacity_forms(engine, model, point, engine.spec.default_format)
+    degrees = ", ".join(f"{k}={v}" for k, v in dep.items())
+    for step, query in (("short_tpot", f"tpot(H={length}, B={batch}"), ("short_ttft", f"ttft(P=512, B={batch}, H={length}")):
+        short = forms[step].xreplace({**values, B: batch, H: length, P: 512})
+        try:
+            engine.evaluate_text(f"{query}, device={device}, {degrees}, workspace=2 GiB, extrapolate=true)")
+            assert short <= 0, (step, short)
+        except SpecError as exc:
+            found = re.search(r"([0-9,]+) B short", str(exc))
+            assert found and short == int(found.group(1).replace(",", "")), (step, short, str(exc))
+    b_max = forms["b_max"].xreplace({**values, H: length})
+    assert b_max == engine.evaluate_text(f"b_max(device={device}, H={length}, {degrees}, workspace=2 GiB, "
+                                         "extrapolate=true)").value
+    assert isinstance(b_max, sp.Integer)
 
 
 def test_roofline_rows_do_not_depend_on_pp(v41_engine):
@@ -255,12 +334,9 @@ def _random_setting(rng: random.Random, spec_path: str, memory_override: bool = 
     if memory_override and rng.random() < 0.3:
         params["memory"] = rng.choice(["24GB", "80 GB", "16 GiB", "141 GB", "192GiB"])
     if memory_override and rng.random() < 0.6:          # the engine has deployment queries too
-        grid = S.spec_grid(QueryEngine.shared(spec).model({}))
-        params["tp"], params["ep"] = rng.choice(S.time_points(grid) if rng.random() < 0.9 else
-                                                [(t, e) for t in grid["tp"] for e in grid["ep"]])
-        params["pp"] = rng.choice(grid["pp"])
-        params["dp"] = rng.choice([1, 1, 2, 3, 5])
-        if rng.random() < 0.7:                           # the time rows of tp, ep > 1 are the default options'
+        layout = rng.choice(S.spec_layouts(QueryEngine.shared(spec).model({})))
+        params.update({k: v for k, v in layout.items() if v != 1})
+        if rng.random() < 0.7:                           # layouts past one device are the default options'
             for name in spec.options:
                 params.pop(name, None)
     if rng.random() < 0.5:
@@ -335,6 +411,35 @@ def test_fifty_random_settings_agree_with_specc_eval(browser, built_site):
     assert sum(1 for f in timed if any(f"{k}=" in f["query"] for k in ("tp", "pp", "ep", "dp"))) >= 20
     assert sum(1 for f in timed if "mfu=" in f["query"] or "mbu=" in f["query"]) >= 15
     print(f"{checked} values compared, {len(timed)} of them time figures")
+
+
+@needs_browser
+def test_a_deployment_that_does_not_fit_shows_the_shortfall(browser, built_site):
+    """DeepSeek-V3 (BF16 weights) needs more than an H200 holds at tp=8, ep=8 and at dp=8, ep=8
+    (8 GPUs each): the page shows no time but the shortfall the engine's refusal gives; over two
+    8-GPU nodes (dp=16, ep=16, the all-to-all crossing the scale-out link) it fits and answers."""
+    from specc.compiler.queries import QueryEngine
+    from specc.compiler.spec import load_spec
+    from specc.dsl.errors import SpecError
+
+    path = REPO / "specs" / "deepseek_v3.yaml"
+    engine = QueryEngine.shared(load_spec(path))
+    for layout in ("tp=8&ep=8", "dp=8&ep=8"):
+        _open(browser, built_site, f"spec=deepseek_v3&device=h200&H=4096&B=4&{layout}")
+        for fig in ("ttft", "tpot", "throughput"):
+            el = browser.find_element("css selector", f"#time-figures [data-figure={fig}]")
+            assert el.get_attribute("data-value") is None and "does not fit" in el.text
+            short = int(el.get_attribute("data-short"))
+            with pytest.raises(SpecError) as refused:
+                engine.evaluate_text(el.get_attribute("data-query"))
+            assert f"{short:,} B short" in str(refused.value)
+        weights = browser.find_element("css selector", "#figures [data-figure=weights_device]")
+        assert int(weights.get_attribute("data-value")) > 150 * 10 ** 9
+    _open(browser, built_site, "spec=deepseek_v3&device=h200&H=4096&B=16&dp=16&ep=16&P=2048")
+    tpot = browser.find_element("css selector", "#time-figures [data-figure=tpot]")
+    assert tpot.get_attribute("data-value") and "dp=16" in tpot.get_attribute("data-query")
+    _check_page(browser, str(path))
+    assert not _severe(browser)
 
 
 @needs_browser

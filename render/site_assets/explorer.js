@@ -232,6 +232,15 @@ const SPECC = (() => {
     return parts;
   }
 
+  // whether a figure's query passes the spec's maximum context: the context it checks is a
+  // printed function of its scenario arguments (SPECC_CONTEXT, data/exact.js)
+  const beyond = (spec, context) => spec.max_context !== null && _R.cmp(context, BigInt(spec.max_context)) > 0;
+  function beyondFor(spec, id, args) {
+    if (!(id in SPECC_CONTEXT)) return false;
+    const v = (k) => (args[k] === undefined ? 0n : args[k]);
+    return beyond(spec, SPECC_CONTEXT[id](v("B"), v("S"), v("P"), v("G"), v("H")));
+  }
+
   // one figure at the current state: {fig, value, query, extrapolated} or {fig, error}
   function evaluate(entry, fig, at) {     // at: scenario values that replace the page state's
     const values = { ...state, ...(at || {}) };
@@ -242,9 +251,7 @@ const SPECC = (() => {
     const slot = fig.formatted ? `${fig.id}|${state.format}` : fig.id;
     const args = { B: 0n, S: 0n, P: 0n, G: 0n, H: 0n };
     for (const [arg, src] of fig.args) args[arg] = typeof src === "string" ? values[src] : BigInt(src);
-    let context = BigInt(fig.context_offset);
-    for (const a of fig.context) context += args[a];
-    const extrapolated = spec.max_context !== null && fig.context.length > 0 && context > BigInt(spec.max_context);
+    const extrapolated = beyondFor(spec, fig.id, args);
     const parts = fig.args.map(([arg, src]) => `${arg}=${typeof src === "string" ? args[arg] : src}`);
     parts.push(...extras(spec, fig));
     if (extrapolated) parts.push("extrapolate=true");
@@ -272,31 +279,31 @@ const SPECC = (() => {
   }
 
   // ------------------------------------------------------------ deployment and capacity
+  // A layout as the data files key it (tp, pp, dp, ep) and as query text names it (tp, pp, ep, dp).
   const deployment = () => {
     const d = { tp: state.tp, pp: state.pp, ep: state.ep, dp: state.dp };
     d.trivial = d.tp === 1n && d.pp === 1n && d.ep === 1n && d.dp === 1n;
-    d.sharded = !(d.tp === 1n && d.pp === 1n && d.ep === 1n);     // dp alone replicates: per-device figures unchanged
-    d.key = Object.keys(site.deployment_grid).map((k) => `${k}=${d[k]}`).join("&");
+    d.key = `tp=${d.tp}&pp=${d.pp}&dp=${d.dp}&ep=${d.ep}`;
+    d.stageKey = `tp=${d.tp}&dp=${d.dp}&ep=${d.ep}`;       // what a call's roofline rows depend on
     d.args = ["tp", "pp", "ep", "dp"].filter((k) => d[k] !== 1n).map((k) => `${k}=${d[k]}`);
     return d;
   };
+  const isDefaultOptions = (spec) => spec.options.every((o) => state.options[o.name] === o.default);
 
-  // a per-device figure at the current deployment grid point (exported for the default options)
+  // a per-device figure at the current layout (exported for the default options)
   function evaluateDeployed(entry, id, at) {
     const spec = entry.data;
     const fig = site.deployed_figures.find((f) => f.id === id);
     const dep = deployment();
     const values = { ...state, ...(at || {}) };
     const args = fig.args.map(([arg, src]) => [arg, typeof src === "string" ? values[src] : BigInt(src)]);
-    let context = BigInt(fig.context_offset);
-    for (const [arg, v] of args) if (fig.context.includes(arg)) context += v;
-    const extrapolated = spec.max_context !== null && fig.context.length > 0 && context > BigInt(spec.max_context);
+    const extrapolated = beyondFor(spec, fig.id, Object.fromEntries(args));
     const parts = args.map(([arg, v]) => `${arg}=${v}`);
-    parts.push(...dep.args.filter((a) => !a.startsWith("dp=")), "per_device=true");
+    parts.push(...dep.args, "per_device=true");
     if (fig.formatted && state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
     if (extrapolated) parts.push("extrapolate=true");
     const query = `${fig.query}(${parts.join(", ")})`;
-    if (spec.options.some((o) => state.options[o.name] !== o.default)) {
+    if (!isDefaultOptions(spec)) {
       return { fig, query, error: "per-device figures are exported for the spec's default options" };
     }
     const slot = fig.formatted ? `${fig.id}|${state.format}|${dep.key}` : `${fig.id}|${dep.key}`;
@@ -313,21 +320,52 @@ const SPECC = (() => {
     }
   }
 
-  // What one device holds: its weights, one request's state as a function of the context,
-  // and how many of the B requests it serves (B spread over ep·dp request groups).
+  // What one device holds, for the memory bars: its weights, one request's state at H and
+  // how many of the B requests it serves (B spread over the dp groups).
   function budget(entry, results) {
     const dep = deployment();
     const stateFig = site.figures.find((f) => f.id === "state_request");
-    const groups = dep.ep * dep.dp;
     const b = {
-      dep, groups, perDevice: (state.B + groups - 1n) / groups,
-      weights: dep.sharded ? evaluateDeployed(entry, "weights_device") : results.weight_bytes,
-      stateAt: (h) => (dep.sharded ? evaluateDeployed(entry, "state_device", { H: h }) : evaluate(entry, stateFig, { H: h })),
-      // pipeline stages each bind separately, and the page has no per-stage figures
-      unavailable: dep.pp > 1n ? "with pp > 1 each pipeline stage binds separately; ask specc eval for this query" : null,
+      dep, perDevice: (state.B + dep.dp - 1n) / dep.dp,
+      weights: dep.trivial ? results.weight_bytes : evaluateDeployed(entry, "weights_device"),
+      one: dep.trivial ? evaluate(entry, stateFig) : evaluateDeployed(entry, "state_device"),
     };
-    b.one = b.stateAt(state.H);
     return b;
+  }
+
+  // A formula the export printed for this spec (capacity, fit, time): {fn}, {error} or {missing}.
+  function formula(entry, slot) {
+    const index = entry.data.forms[slot];
+    if (index === undefined) return { missing: true };
+    if (index === null) return { error: reason(entry.data, slot) || "not available for this spec" };
+    return { fn: entry.fns[index] };
+  }
+  const notExported = (spec) => (isDefaultOptions(spec) ? "not exported for this deployment; ask specc eval"
+    : "with options other than the defaults the page answers for one device; ask specc eval");
+
+  // The arguments of every printed formula (site.formula_args): the scenario, then the device's
+  // memory, workspace, rates, mfu, mbu, links and collective latencies, exact.
+  // (the device's part is parsed once per repaint: charts call the formulas at many points)
+  let deviceArgsMemo = new Map();
+  function formulaArgs(device, values) {
+    if (!deviceArgsMemo.has(device.name)) deviceArgsMemo.set(device.name, deviceArgs(device));
+    const v = { ...deviceArgsMemo.get(device.name), B: values.B, S: values.S, P: values.P, G: values.G, H: values.H };
+    return site.formula_args.map((name) => v[name]);
+  }
+  function deviceArgs(device) {
+    const v = {
+      d_memory: memoryOf(device).value, d_workspace: parseBytes(state.workspace).value,
+      d_flops: device.flops === null ? 1n : parseExact(device.flops),
+      d_bandwidth: device.bandwidth === null ? 1n : parseExact(device.bandwidth),
+      d_mfu: parseFraction("mfu", state.mfu), d_mbu: parseFraction("mbu", state.mbu),
+      d_up: device.scale_up === null ? 1n : parseExact(device.scale_up),
+      d_out: device.scale_out === null ? 1n : parseExact(device.scale_out),
+    };
+    for (const kind of site.collective_kinds) {
+      v[`d_lu_${kind}`] = kind in device.latency ? parseExact(device.latency[kind]) : 0n;
+      v[`d_lo_${kind}`] = kind in device.scale_out_latency ? parseExact(device.scale_out_latency[kind]) : 0n;
+    }
+    return v;
   }
 
   function capacityParts(entry, device, head) {
@@ -339,119 +377,110 @@ const SPECC = (() => {
     return { parts, workspace, memory };
   }
 
-  // b_max by the engine's definition: ep·dp · max(0, floor((memory - weights - workspace) / state(H)))
-  // with the weights and one request's state of one device
-  function capacity(entry, device, plan) {
-    const fig = { id: "b_max", label: `Requests that fit (b_max) on ${device.display_name}`, unit: "requests" };
+  // b_max: the engine's q_b_max printed with memory and workspace as symbols
+  function capacity(entry, device) {
+    const fig = { id: "b_max", label: `Requests that fit (b_max) on ${device.display_name}`, unit: "requests",
+                  doc: "requests of context H that fit beside the weights and the workspace" };
+    const spec = entry.data;
     let c;
     try { c = capacityParts(entry, device, [`H=${state.H}`]); } catch (e) { return { fig, error: e.message }; }
-    const { weights, one } = plan;
-    if (one.extrapolated) c.parts.push("extrapolate=true");
+    const extrapolated = beyondFor(spec, "b_max", { H: state.H });
+    if (extrapolated) c.parts.push("extrapolate=true");
     const query = `b_max(${c.parts.join(", ")}${c.memory.query})`;
-    if (plan.unavailable || weights.error || one.error) return { fig, query, error: plan.unavailable || weights.error || one.error };
-    if (_R.cmp(one.value, 0n) === 0) return { fig, query, error: "this spec keeps no per-request state, so b_max has no bound" };
-    const free = _R.add(c.memory.value, _R.neg(_R.add(weights.value, c.workspace.value)));
-    return { fig, query, extrapolated: one.extrapolated,
-             value: _R.mul(plan.groups, _R.max(0n, _R.floor(_R.q(free, one.value)))) };
+    const f = formula(entry, `${variantKey(state.options)}#b_max|${state.format}|${deployment().key}`);
+    if (!f.fn) return { fig, query, error: f.error || notExported(spec) };
+    try {
+      return { fig, query, extrapolated, value: f.fn(...formulaArgs(device, state)) };
+    } catch (e) {
+      return { fig, query, error: e.message };
+    }
   }
 
-  // h_max by the engine's definition: the longest context at which the device's share of the
-  // B requests fits beside the weights and the workspace (exponential then binary search over
-  // the exact state closed form)
+  // h_max: the longest context whose printed shortfall (q_capacity's fit rule for B requests)
+  // is not positive, by one generic search, at most the spec's maximum context (as the engine
+  // answers without extrapolate=true)
   const H_LIMIT = 2n ** 48n;
-  function contextCapacity(entry, device, plan) {
+  function longest(fits) {              // the largest h >= 0 with fits(h), fits monotone; null: unbounded
+    if (!fits(0n)) return 0n;
+    if (fits(H_LIMIT)) return null;
+    let lo = 0n, hi = 1n;
+    while (fits(hi)) { lo = hi; hi *= 2n; }
+    while (hi - lo > 1n) { const mid = (lo + hi) / 2n; if (fits(mid)) lo = mid; else hi = mid; }
+    return lo;
+  }
+  function contextCapacity(entry, device) {
     const fig = { id: "h_max", label: `Longest context for ${separated(state.B)} request${state.B === 1n ? "" : "s"} (h_max)`,
                   unit: "tokens", doc: "the longest context at which B requests fit beside the weights and the workspace" };
     let c;
     try { c = capacityParts(entry, device, [`B=${state.B}`]); } catch (e) { return { fig, error: e.message }; }
     const spec = entry.data;
     const query = `h_max(${c.parts.join(", ")}${c.memory.query})`;
-    if (plan.unavailable || plan.weights.error) return { fig, query, error: plan.unavailable || plan.weights.error };
-    const free = _R.add(c.memory.value, _R.neg(_R.add(plan.weights.value, c.workspace.value)));
-    const fits = (h) => {
-      const r = plan.stateAt(h);
-      if (r.error) throw new Error(r.error);
-      return _R.cmp(_R.mul(plan.perDevice, r.value), free) <= 0;
-    };
+    const vkey = variantKey(state.options);
+    const bounded = formula(entry, `${vkey}#b_max|${state.format}|${deployment().key}`);    // says why when no state
+    const short = formula(entry, `${vkey}#short|${state.format}|${deployment().key}`);
+    if (!bounded.fn || !short.fn) return { fig, query, error: bounded.error || short.error || notExported(spec) };
     try {
-      if (!fits(0n)) return { fig, query, value: 0n };
-      if (fits(H_LIMIT)) return { fig, query, error: "the state does not bind: any context fits" };
-      let lo = 0n, hi = 1n;
-      while (fits(hi)) { lo = hi; hi *= 2n; }
-      while (hi - lo > 1n) { const mid = (lo + hi) / 2n; if (fits(mid)) lo = mid; else hi = mid; }
-      return { fig, query, value: lo, extrapolated: spec.max_context !== null && lo > BigInt(spec.max_context) };
+      const lo = longest((h) => _R.cmp(short.fn(...formulaArgs(device, { ...state, H: h })), 0n) <= 0);
+      if (lo === null) return { fig, query, error: "the state does not bind: any context fits" };
+      return { fig, query, value: beyond(spec, lo) ? BigInt(spec.max_context) : lo };
     } catch (e) {
       return { fig, query, error: e.message };
     }
   }
 
-  // ------------------------------------------------------------ time (q_time.py's roofline)
-  // A call of P new tokens after S cached takes, on one device of one instance,
-  //   Σ_rows max(FLOPs / (peak·mfu), bytes / (bandwidth·mbu)) + comm bytes / link
-  // (max of the two terms with overlap=true). The rows and the communication bytes are the
-  // exported closed forms of the instance (dp = 1) at B = ceil(B/dp); a row [f, w, g, v]
-  // stands for (w·f(B, S, P), v·g(B, S, P)), f or g -1 for zero.
-  function rooflineSeconds(entry, device, batch, cached, fresh) {
-    const spec = entry.data;
-    const dep = deployment();
-    const vkey = variantKey(state.options);
-    const rowsKey = `tp=${dep.tp}&ep=${dep.ep}`, commKey = `tp=${dep.tp}&pp=${dep.pp}&ep=${dep.ep}`;
-    const table = (spec.time[vkey] || {})[state.format] || {};
-    if (!(rowsKey in table) || !(commKey in (spec.comm[vkey] || {}))) {
-      const isDefault = spec.options.every((o) => state.options[o.name] === o.default);
-      throw new Error(isDefault ? `time figures are exported for tp·ep up to ${site.max_tp_ep} devices; ask specc eval`
-        : "time figures for options other than the defaults are exported at tp = ep = 1; ask specc eval");
-    }
-    if (table[rowsKey] === null) throw new Error(reason(spec, `time#${vkey}#${state.format}#${rowsKey}`));
-    const commFn = spec.comm[vkey][commKey];
-    if (commFn === null) throw new Error(reason(spec, `comm#${vkey}#${commKey}`));
-    for (const [field, what] of [["flops", "has no bf16 or fp16 rate"], ["bandwidth", "gives no 'bandwidth:'"]]) {
-      if (device[field] === null) throw new Error(`device '${device.name}' ${what}`);
-    }
-    const [call, step] = table[rowsKey];
-    const B = dep.dp > 1n ? _R.ceil(_R.q(batch, dep.dp)) : batch;
-    const at = (index) => entry.fns[index](B, cached, fresh, 0n, 0n);
-    const peak = _R.mul(parseExact(device.flops), parseFraction("mfu", state.mfu));
-    const bandwidth = _R.mul(parseExact(device.bandwidth), parseFraction("mbu", state.mbu));
-    let compute = 0n;
-    for (const [f, w, g, v] of spec.rowsets[fresh === 1n && step !== null ? step : call]) {
-      const flops = f < 0 ? 0n : _R.mul(parseExact(w), at(f));
-      const bytes = g < 0 ? 0n : _R.mul(parseExact(v), at(g));
-      compute = _R.add(compute, _R.max(_R.q(flops, peak), _R.q(bytes, bandwidth)));
-    }
-    const comm = at(commFn);
-    let commSeconds = 0n;
-    if (_R.cmp(comm, 0n) !== 0) {
-      if (device.link === null) throw new Error(`device '${device.name}' gives no 'link:' bandwidth`);
-      commSeconds = _R.q(comm, parseExact(device.link));
-    }
-    return state.overlap ? _R.max(compute, commSeconds) : _R.add(compute, commSeconds);
-  }
-
-  // one time figure (ttft, tpot, throughput) at the page state, or with the scenario values of `at`
+  // ------------------------------------------------------------ time (q_time.py, printed)
+  // ttft, tpot and throughput call formulas printed from the engine's roofline rows and
+  // collectives (render/site.py time_forms): the step's compute, its collectives on the
+  // device's node size, their sum (or larger, overlap=true) by specc_step_seconds, and
+  // B / seconds by specc_per_second. A deployment that does not fit gets no time: the
+  // printed fit rule's shortfall is shown instead, as the engine refuses the query.
   function evaluateTime(entry, fig, device, at) {
     const spec = entry.data;
     const values = { ...state, ...(at || {}) };
     const args = Object.fromEntries(fig.args.map(([arg, src]) => [arg, typeof src === "string" ? values[src] : BigInt(src)]));
-    let context = BigInt(fig.context_offset);
-    for (const a of fig.context) context += args[a];
-    const extrapolated = spec.max_context !== null && context > BigInt(spec.max_context);
+    const extrapolated = beyondFor(spec, fig.id, args);
     const dep = deployment();
     const parts = fig.args.map(([arg]) => `${arg}=${args[arg]}`);
     parts.push(`device=${device.name}`, ...dep.args);
     for (const key of RATES) if (state[key] !== "1") parts.push(`${key}=${state[key]}`);
     if (state.overlap) parts.push("overlap=true");
+    let memory;
+    try {
+      if (state.workspace !== "0 B") parts.push(`workspace=${parseBytes(state.workspace).text}`);
+      memory = memoryOf(device);
+    } catch (e) { return { fig, error: e.message }; }
     parts.push(...extras(spec, fig));
+    if (memory.query) parts.push(memory.query.slice(2));
     if (extrapolated) parts.push("extrapolate=true");
     const query = `${fig.query}(${parts.join(", ")})`;
+    const step = fig.id === "ttft" ? "ttft" : "tpot";
+    const vkey = variantKey(state.options);
+    const node = device.gpus_per_node === null ? "none" : String(device.gpus_per_node);
+    const commSlot = `${vkey}#comm_${step}|${dep.key}|${node}`;
+    const compute = formula(entry, `${vkey}#compute_${step}|${state.format}|${dep.stageKey}`);
+    const comm = formula(entry, commSlot);
+    const short = formula(entry, `${vkey}#short_${step}|${state.format}|${dep.key}`);
+    const problem = [compute, comm, short].find((f) => !f.fn);
+    if (problem) return { fig, query, error: problem.error || notExported(spec) };
     try {
-      let value;
-      if (fig.id === "ttft") value = rooflineSeconds(entry, device, args.B, 0n, args.P);
-      else {
-        const seconds = rooflineSeconds(entry, device, args.B, args.H, 1n);
-        value = fig.id === "tpot" ? seconds : _R.q(args.B, seconds);
+      const vector = formulaArgs(device, values);
+      const shortfall = short.fn(...vector);
+      if (_R.cmp(shortfall, 0n) > 0) {
+        return { fig, query, short: shortfall,
+                 error: `the deployment does not fit: the most loaded ${device.name} is ${separated(shortfall)} B short ` +
+                        "(weights, workspace and its requests' state); specc eval gives no time (ignore_fit=true asks anyway)" };
       }
-      return { fig, query, extrapolated, value };
+      if (device.flops === null) throw new Error(`device '${device.name}' has no bf16 or fp16 rate`);
+      if (device.bandwidth === null) throw new Error(`device '${device.name}' gives no 'bandwidth:'`);
+      const needs = (spec.needs[commSlot] || "").split(",");
+      if (needs.includes("up") && device.scale_up === null) {
+        throw new Error("this deployment communicates inside a node, and the device gives no scale-up link");
+      }
+      if (needs.includes("out") && device.scale_out === null) {
+        throw new Error("this deployment spans nodes, and the device gives no scale-out link");
+      }
+      const seconds = specc_step_seconds(compute.fn(...vector), comm.fn(...vector), state.overlap ? 1n : 0n);
+      return { fig, query, extrapolated, value: fig.id === "throughput" ? specc_per_second(args.B, seconds) : seconds };
     } catch (e) {
       return { fig, query, error: e.message };
     }
@@ -470,8 +499,9 @@ const SPECC = (() => {
       return child;
     };
     if (!compact) add("div", "label", result.fig.label).title = result.fig.doc || "";
+    if (result.short !== undefined) el.dataset.short = exactText(result.short);   // bytes missing to fit
     if (result.error) {
-      add(compact ? "span" : "div", "value", "not available");
+      add(compact ? "span" : "div", "value", result.short !== undefined ? "does not fit" : "not available");
       if (!compact) add("div", "note", result.error);
       el.classList.add("unavailable");
       el.title = result.error;
@@ -542,7 +572,7 @@ const SPECC = (() => {
       info.className = "bar-info";
       info.appendChild(document.createTextNode(over ? `does not fit: short by ${showValue(_R.neg(free), "bytes").main}; ` : ""));
       info.appendChild(document.createTextNode("b_max "));
-      const cap = capacity(entry, device, plan);
+      const cap = capacity(entry, device);
       info.appendChild(figureElement(cap, true));
       row.appendChild(info);
       if (over) row.classList.add("over");
@@ -696,21 +726,37 @@ const SPECC = (() => {
     if (site.deployment) degreeChoices(spec, fromURL);
   }
 
-  // the degrees this spec's data offers (ep only at degrees that divide its expert counts)
+  // the layouts this spec's data offers (spec.layouts): tp, pp, dp, and ep = 1 or tp·dp where
+  // tp·dp divides the routed experts
+  const layoutValue = (key, layout) => BigInt(new URLSearchParams(layout).get(key));
+  // each degree's choices given the ones before it (tp, then dp, pp, ep): only exported layouts
+  const FIXED = { tp: [], dp: ["tp"], pp: ["tp", "dp"], ep: ["tp", "dp", "pp"] };
+  function offeredDegrees(spec, key) {
+    const fixed = FIXED[key];
+    const values = spec.layouts.filter((l) => fixed.every((k) => layoutValue(k, l) === state[k])).map((l) => layoutValue(key, l));
+    return [...new Set(values)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
   function degreeChoices(spec, fromURL) {
-    for (const key of ["tp", "pp", "ep"]) {
-      const offered = spec.grid[key].map(String);
-      if (!offered.includes(state[key].toString())) {
-        if (fromURL) problems.push(`${key}=${state[key]} is not offered for ${spec.name} (${offered.join(", ")})`);
-        state[key] = 1n;
+    for (const key of ["tp", "dp", "pp", "ep"]) {
+      const offered = offeredDegrees(spec, key);
+      if (!offered.includes(state[key])) {
+        if (fromURL) {
+          problems.push(`${key}=${state[key]} is not offered for ${spec.name} with ` +
+                        `${FIXED[key].map((k) => `${k}=${state[k]}`).join(", ") || "this spec"} (${offered.join(", ")})`);
+        }
+        // keep expert parallelism on a new tp·dp when the experts allow it; else the nearest degree below
+        const below = offered.filter((v) => v <= state[key]);
+        state[key] = key === "ep" ? (state.ep > 1n && offered.includes(state.tp * state.dp) ? state.tp * state.dp : 1n)
+          : (below.length ? below[below.length - 1] : offered[0]);
       }
-      fillSelect($(key), offered.map((v) => [v, v]), state[key].toString());
+      fillSelect($(key), offered.map((v) => [String(v), String(v)]), state[key].toString());
     }
-    const experts = spec.grid.ep.length > 1 ? `ep ${spec.grid.ep.join(", ")} (the degrees that divide the routed experts)`
-      : "ep 1 (no routed experts to split)";
-    $("deployment-note").textContent = `Offered: tp ${spec.grid.tp.join(", ")}; pp ${spec.grid.pp.join(", ")}; ` +
-      `${experts}; dp any whole number. Time figures: tp·ep up to ${site.max_tp_ep} devices` +
-      (spec.options.length ? "; with options other than the defaults only at tp = ep = 1, and per-device memory only at tp = pp = ep = 1." : ".");
+    const tpdp = offeredDegrees(spec, "ep").length > 1 ? "ep = tp·dp spreads the routed experts over the stage's GPUs"
+      : "ep 1 (each routed expert split over tp·dp)";
+    $("deployment-note").textContent = `Offered: tp ${offeredDegrees(spec, "tp").join(", ")}, dp ` +
+      `${[...new Set(spec.layouts.map((l) => layoutValue("dp", l)))].join(", ")} with tp·dp up to ${site.max_stage_devices} GPUs ` +
+      `per stage; pp ${offeredDegrees(spec, "pp").join(", ")}; ${tpdp}. Groups past a node use the device's scale-out link.` +
+      (spec.options.length ? " With options other than the defaults the page answers for one device." : "");
   }
 
   function syncInputs() {
@@ -753,9 +799,10 @@ const SPECC = (() => {
     $("H-slider").addEventListener("input", () => { state.H = 2n ** BigInt($("H-slider").value); chosen.add("H"); update(); });
     if (site.deployment) {
       const box = $("deployment");
-      const words = { tp: "Tensor-parallel degree (tp)", pp: "Pipeline stages (pp)", ep: "Expert-parallel degree (ep)",
-                      dp: "Data-parallel replicas (dp)" };
-      for (const key of DEGREES) {
+      const words = { tp: "Tensor-parallel degree (tp)", pp: "Pipeline stages (pp)",
+                      dp: "Data-parallel groups (dp: each serves its own requests)",
+                      ep: "Expert-parallel degree (ep: routed experts over ep of the stage's tp·dp GPUs)" };
+      for (const key of ["tp", "pp", "dp", "ep"]) {
         const label = document.createElement("label");
         label.htmlFor = key;
         label.textContent = words[key];
@@ -770,7 +817,11 @@ const SPECC = (() => {
         input.id = key;
         input.addEventListener(input.tagName === "SELECT" ? "change" : "input", () => {
           const raw = input.value.trim();
-          if (/^[0-9]+$/.test(raw) && BigInt(raw) >= 1n) { state[key] = BigInt(raw); update(); }
+          if (/^[0-9]+$/.test(raw) && BigInt(raw) >= 1n) {
+            state[key] = BigInt(raw);
+            if (loaded[state.spec]) degreeChoices(loaded[state.spec].data, false);
+            update();
+          }
         });
         box.appendChild(label);
         box.appendChild(input);
@@ -811,6 +862,7 @@ const SPECC = (() => {
     const entry = loaded[state.spec];
     if (!entry) return;
     const list = problems.splice(0);
+    deviceArgsMemo = new Map();
     for (const key of ["memory", "workspace"]) {
       if (state[key]) {
         try { state[key] = parseBytes(state[key]).text; } catch (e) { list.push(e.message); state[key] = key === "workspace" ? "0 B" : ""; }
@@ -830,11 +882,9 @@ const SPECC = (() => {
     }
     const device = site.devices.find((d) => d.name === state.device);
     const plan = budget(entry, results);
-    const cap = capacity(entry, device, plan);
-    cap.fig.doc = "requests of context H that fit beside the weights and the workspace";
-    const capacityCards = [figureElement(cap, false)];
-    if (site.queries.includes("h_max")) capacityCards.push(figureElement(contextCapacity(entry, device, plan), false));
-    if (plan.dep.sharded) capacityCards.unshift(figureElement(plan.weights, false), figureElement(plan.one, false));
+    const capacityCards = [figureElement(capacity(entry, device), false)];
+    if (site.queries.includes("h_max")) capacityCards.push(figureElement(contextCapacity(entry, device), false));
+    if (!plan.dep.trivial) capacityCards.unshift(figureElement(plan.weights, false), figureElement(plan.one, false));
     const anchor = box.children[3] || null;
     for (const card of capacityCards) box.insertBefore(card, anchor);
     const times = {};
