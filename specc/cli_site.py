@@ -26,8 +26,9 @@ def site(out_dir, spec_glob, docs_dir, jobs):
     closed forms printed to JavaScript (exact BigInt/rational arithmetic), and
     carries the specc query that reproduces it. Nothing is fetched at view
     time: open DIR/explorer.html from disk or serve the folder. Exporting
-    every shipped spec's closed forms (each deployment point and option) takes
-    about half a minute on two cores; progress goes to standard error.
+    every shipped spec's closed forms (each layout, option, and the capacity,
+    fit and time formulas of every layout) takes about two and a half minutes
+    on two idle cores; progress goes to standard error.
 
     \b
     specc site -o site/
