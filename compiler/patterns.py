@@ -345,6 +345,10 @@ def range_sum(expr, var, lo, hi):
     for x in (expr, lo, hi):
         if x.has(sp.Float):
             raise ValueError(f"range_sum: floats are not allowed (in {x}); use integers or Rationals")
+    if lo.is_Integer and hi.is_Integer and hi <= lo:
+        # an empty range sums to 0 whatever the summand (a request of G = 1 has no decode step,
+        # and its summand's conditions need not be decidable outside the range)
+        return sp.Integer(0)
     # Hide every non-arithmetic node (Min, floor, pattern sums, ...) behind a
     # Dummy, so that expand distributes products over sums but never rewrites
     # anything inside a floor or a Min.

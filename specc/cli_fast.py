@@ -67,8 +67,14 @@ def value_notes(spec_path, queries, answers) -> dict:
     """query -> the symbolic engine's note, for the few answers that need a reason beside the
     value (a b_max of 0 says what is short). The compiled store keeps values only, so those
     queries are asked once more of the engine (rare: only a zero capacity)."""
+    from .compiler.query_value import Expr
+
+    def capacity(text) -> bool:        # the query is one b_max call (read as a query value, not as text)
+        parsed = Expr.parse(text)
+        return parsed is not None and parsed.call is not None and parsed.call.name == "b_max"
+
     wanted = [text for text, answer in zip(queries, answers)
-              if not isinstance(answer, Exception) and answer[0] == 0 and text.replace(" ", "").startswith("b_max(")]
+              if not isinstance(answer, Exception) and answer[0] == 0 and capacity(text)]
     if not wanted:
         return {}
     from .compiler.queries import QueryEngine

@@ -442,3 +442,20 @@ def test_range_sum_rejects_floats():
         range_sum(sp.Float("0.5") * t, t, 0, 10)
     with pytest.raises(ValueError, match="float"):
         range_sum(t, t, 0, 10.0)
+
+
+def test_range_sum_over_an_empty_range_is_zero_whatever_the_summand():
+    """A request of G = 1 has no decode step: the sum over its empty range is 0 even when the
+    summand holds a condition no closed form covers (it crashed request_flops(G=1) on a spec
+    whose compressor publishes only past the first tokens)."""
+    L = sp.Symbol("L", integer=True, positive=True)
+    odd = sp.Piecewise((1, sp.floor(L / 2 + sp.Rational(1, 2)) > 0), (0, True))
+    assert range_sum(odd * L + 3, L, 1, 1) == 0
+    assert range_sum(odd, L, 5, 2) == 0
+
+
+def test_request_of_one_token_is_its_prefill():
+    import specc
+
+    m = specc.load("deepseek_v41")
+    assert m.request_flops(B=1, S=0, P=1, G=1).value == m.flops(B=1, S=0, P=1).value
