@@ -176,6 +176,17 @@ def _hardware_dirs(near) -> list[Path]:
     return _unique(dirs)
 
 
+def device_files(near: str | Path | None) -> list[Path]:
+    """Every device file a spec at `near` can name, by name: the first file of each name
+    along the search path, as device=NAME resolves it (a page or table of devices lists these)."""
+    first: dict = {}
+    for folder in _hardware_dirs(near):
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.yaml")):
+                first.setdefault(path.stem, path)
+    return [first[name] for name in sorted(first)]
+
+
 def hardware_file(device: str, near: str | Path | None, loc: Loc | None) -> Path:
     """specs/hardware/<device>.yaml, wherever the search path finds it first."""
     dirs = _hardware_dirs(near)

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..compiler.query_value import make_call
+from ..dsl.search_path import device_files
 
 ASSETS = Path(__file__).with_name("site_assets")
 # argument order of every exported function
@@ -387,9 +388,10 @@ def device_links(engine, name: str):
     return engine._links_of(_Args({"device": name}, None, engine, {}), name)
 
 
-def export_devices(engine, hardware_dir: Path) -> list[dict]:
-    """The device table, each fact asked through the engine's device queries (links and
-    collective latencies as the time queries read them)."""
+def export_devices(engine, files: list) -> list[dict]:
+    """The device table of the device files `files` (dsl/search_path.device_files: what the
+    specs can name, beside them, on the search path or shipped), each fact asked through the
+    engine's device queries (links and collective latencies as the time queries read them)."""
     from ..dsl.errors import SpecError
     from ..dsl.yamlload import load_yaml_file
 
@@ -397,7 +399,7 @@ def export_devices(engine, hardware_dir: Path) -> list[dict]:
     from ..dsl.errors import Loc
     from .output_tree import safe_stem
 
-    for path in sorted(hardware_dir.glob("*.yaml")):
+    for path in files:
         raw = load_yaml_file(path)
         if not isinstance(raw, dict):
             raise SpecError("a device file is a mapping of facts", Loc(str(path), 1, 1),
@@ -435,13 +437,13 @@ def _public_path(path) -> str:
         return Path(text).name
 
 
-def node_sizes(hardware_dir: Path) -> list:
+def node_sizes(files: list) -> list:
     """The distinct gpus_per_node of the device files (None: no node size given): collectives
     are exported once per node size, since a group that spans nodes costs differently."""
     from ..dsl.yamlload import load_yaml_file
 
     sizes = set()
-    for path in sorted(Path(hardware_dir).glob("*.yaml")):
+    for path in files:
         raw = load_yaml_file(path)
         value = raw.get("gpus_per_node") if hasattr(raw, "get") else None
         sizes.add(None if value is None else int(value))
@@ -597,7 +599,7 @@ def export_part(task) -> dict:
     engine = QueryEngine.shared(spec)
     all_variants = _variants(spec)
     layouts = spec_layouts(engine.model({}))
-    sizes = node_sizes(Path(path).resolve().parent / "hardware")
+    sizes = node_sizes(device_files(path))
     out = _Exported()
     if part == "base":
         data = _export_base(path, spec, engine, all_variants, layouts, out)
@@ -765,8 +767,7 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
         index.append({"name": data["name"], "model": data["model"], "claims": data["summary"]})
         files[f"data/{data['name']}.js"] = _spec_js(data)
     engine = QueryEngine.shared(load_spec(spec_paths[0]))
-    hardware = Path(spec_paths[0]).resolve().parent / "hardware"
-    site = {"specs": index, "devices": export_devices(engine, hardware),
+    site = {"specs": index, "devices": export_devices(engine, device_files(spec_paths[0])),
             "figures": [asdict(f) for f in FIGURES], "byte_units": _byte_units(),
             "deployed_figures": [asdict(f) for f in DEPLOYED], "deployment_grid": DEPLOYMENT_GRID,
             "time_figures": [asdict(f) for f in TIME_FIGURES],

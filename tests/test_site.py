@@ -525,3 +525,21 @@ def test_screenshots_and_no_horizontal_scroll(browser, built_site, tmp_path, wid
         assert not _severe(browser)
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_a_spec_folder_outside_the_repository_still_lists_every_device(tmp_path):
+    """The device table comes from the search path (beside the spec, --path/SPECC_PATH, the
+    shipped data), as device= resolves names, not from a hardware/ folder beside the spec."""
+    import shutil
+
+    from specc.compiler.queries import QueryEngine
+    from specc.compiler.spec import load_spec
+    from specc.dsl.search_path import SHIPPED, device_files
+    from specc.render.site import export_devices
+
+    spec = tmp_path / "mine.yaml"
+    shutil.copy(SHIPPED / "qwen3_8b.yaml", spec)
+    files = device_files(spec)
+    assert {"h100_sxm", "h200", "mi300x"} <= {p.stem for p in files}
+    rows = export_devices(QueryEngine.shared(load_spec(spec)), files)
+    assert len(rows) == len(files) and all(row["memory"] for row in rows)
