@@ -266,7 +266,7 @@ def store_entry_bytes(engine, model, store: str, fmt, node):
         if elements != scheme.values:
             raise SpecError(f"KV scheme '{scheme.name}' lays out {scheme.values} values per entry; store "
                             f"'{store}' holds {elements}", sdef.loc,
-                            expected=f"a {scheme.values}-value latent entry (e.g. DeepSeek-V3's 512 + 64)")
+                            expected=f"a {scheme.values}-value latent entry (latent and rotary values together)")
         value = _r(scheme.entry_bytes)
     else:
         value = Evaluator(dict(env, **{n: _r(scheme.element) for n in _ELEMENT_NAMES}), what="name")(node)

@@ -48,8 +48,8 @@ DEFAULT_KNOBS = ("weights=fp8", "weights=fp8+kv=fp8")
 
 def default_formats(spec) -> list:
     """What a deployment is usually served in: the spec's default format, the formats
-    it declares with a release scheme (the checkpoint as published, e.g. DeepSeek-V3's
-    FP8 blocks), and the knobs FP8 weights, FP8 weights with an FP8 KV cache."""
+    it declares with a release scheme (the checkpoint as published, e.g. FP8 with 128×128
+    block scales), and the knobs FP8 weights, FP8 weights with an FP8 KV cache."""
     released = [name for name, f in spec.formats.items() if f.scheme and name != spec.default_format]
     return [spec.default_format or None] + released + list(DEFAULT_KNOBS)
 

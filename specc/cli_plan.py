@@ -131,7 +131,7 @@ def simulate_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapol
     \b
     specc simulate specs/<model>.yaml --rate 10 --isl 2000 --osl 300 --device h200 --tp 8
     specc simulate specs/<model>.yaml --rate 10 --isl 2000 --osl 300 --device h200 --tp 8 --scale 1.3 --plot q.png
-    specc simulate specs/deepseek_v3.yaml --rate 4 --isl 2000 --osl 300 --device h200 --dp 8 --ep 8 --scheme fp8
+    specc simulate specs/<moe-model>.yaml --rate 4 --isl 2000 --osl 300 --device h200 --dp 8 --ep 8 --scheme fp8
     """
     from .plan.run import simulate as run_simulate
 
