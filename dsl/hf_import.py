@@ -252,6 +252,22 @@ def _check_common(cfg: Config, fam: Family, model_type: str):
         cfg.flag("tie_word_embeddings")
 
 
+# on/off parts of the layer block a family entry switches on, with what each adds (the
+# spec's comment); in the order the spec lists them
+_ATTENTION_SWITCHES = (("sinks", "one learned attention-sink logit per head"),
+                       ("q_gate", "an output gate from a second half of the Q projection"),
+                       ("head_gate", "a per-head output gate d→n_q"),
+                       ("attn_sub_norm", "a norm over the attention output before O"))
+_MOE_SWITCHES = (("router_bias", "the router's E-entry bias"),
+                 ("expert_bias", "per-expert biases on gate/up and down"),
+                 ("moe_out_bias", "one output bias on the MoE block"))
+
+
+def _switched(fam, switches) -> list:
+    """(block parameter, 1, comment) for each switch the family turns on."""
+    return [(name, 1, doc) for name, doc in switches if getattr(fam, name)]
+
+
 def _window_layers(cfg: Config, fam: Family, L: int, model_type: str) -> tuple[list, int | None]:
     """Which layers attend within a sliding window, and its length (HF's own rules:
     `layer_types` when the config lists them, else every layer, the layers from
@@ -651,14 +667,7 @@ def _attention_dims(cfg, fam, model_type, spec, d, L, items):
         items.append(("fused_qkv", 1, "one fused QKV projection"))
     if fam.attn_softcap and cfg.get(fam.attn_softcap) is not None:
         items.append(("attn_softcap", 1, f"{fam.attn_softcap} = {cfg.get(fam.attn_softcap)}"))
-    if fam.sinks:
-        items.append(("sinks", 1, "one learned attention-sink logit per head"))
-    if fam.q_gate:
-        items.append(("q_gate", 1, "an output gate from a second half of the Q projection"))
-    if fam.head_gate:
-        items.append(("head_gate", 1, "a per-head output gate d→n_q"))
-    if fam.attn_sub_norm:
-        items.append(("attn_sub_norm", 1, "a norm over the attention output before O"))
+    items.extend(_switched(fam, _ATTENTION_SWITCHES))
     if fam.attn_extra:
         items.append(("attn_extra", fam.attn_extra, "learned scalars inside the attention"))
     sliding, window = _window_layers(cfg, fam, L, model_type)
@@ -936,12 +945,7 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             items.append(("f_s", "f_s", "shared expert"))
             if fam.shared_gate:
                 items.append(("shared_gate", 1, "sigmoid gate d→1 on the shared expert"))
-        if fam.router_bias:
-            items.append(("router_bias", 1, "the router's E-entry bias"))
-        if fam.expert_bias:
-            items.append(("expert_bias", 1, "per-expert biases on gate/up and down"))
-        if fam.moe_out_bias:
-            items.append(("moe_out_bias", 1, "one output bias on the MoE block"))
+        items.extend(_switched(fam, _MOE_SWITCHES))
         if not fam.expert_glu:
             items.append(("expert_glu", 0, "two-matrix experts (up, activation, down)"))
     dims = {n: v for n, v, _ in spec.dims}
