@@ -319,6 +319,13 @@ def _service(facts: "LayoutFacts", busy: Figure | None, td: Figure | None) -> tu
 INF = float("inf")
 
 
+def _refused(ev, ratios: dict, note: str):
+    """The evaluation of a deployment that cannot serve the traffic: how far each limit is
+    (ratios, >= 1 where it binds) and why, in words."""
+    ev.ratios, ev.note = ratios, note
+    return ev
+
+
 def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int | None = None,
              guess_prefill=None) -> Evaluation:
     """The exact steady state of `dep` (facts of its layout) and its limits."""
@@ -329,9 +336,8 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
     ev.figures["weights_per_device"] = facts.weights
     ev.figures["requests_that_fit"] = facts.n_fit
     if n < 1:
-        ev.ratios = {"memory": facts.memory_ratio()}
-        ev.note = "the weights and one request's KV do not fit in the usable memory"
-        return ev
+        return _refused(ev, {"memory": facts.memory_ratio()},
+                        "the weights and one request's KV do not fit in the usable memory")
     tp = facts.t_prefill
     one = Figure.seconds()
     g1 = decode_steps(t)
@@ -339,15 +345,12 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
         lam = Figure.number(Fraction(t.rate) / dep.replicas)
         u = lam * tp
         if u.value >= 1:
-            ev.ratios = {"memory": Fraction(0), "TPOT": INF, "TTFT": INF}
-            ev.note = "prefill alone needs more than the instance's time"
-            return ev
+            return _refused(ev, {"memory": Fraction(0), "TPOT": INF, "TTFT": INF},
+                            "prefill alone needs more than the instance's time")
         k = Fraction(t.rate) / dep.replicas * g1 / (1 - u.value)
         b = facts.running_batch(k, guess)
         if b is None:
-            ev.ratios = {"memory": INF, "TPOT": INF, "TTFT": INF}
-            ev.note = "decode steps cannot keep up at any batch"
-            return ev
+            return _refused(ev, {"memory": INF, "TPOT": INF, "TTFT": INF}, "decode steps cannot keep up at any batch")
         ev.batch = b
         td = facts.t_decode(b)
         ev.figures["decode_loop_gain"] = lam * g1 * facts.t_decode_slope(b) / (one - u)
@@ -360,9 +363,8 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
         ev.figures["prefill_time"] = tp
         ev.figures["tpot"] = tpot
         if rho.value >= 1:
-            ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(tpot.value, targets.tpot), "TTFT": INF}
-            ev.note = "the prefill queue grows without bound"
-            return ev
+            return _refused(ev, {"memory": Fraction(b + 1, n), "TPOT": _ratio(tpot.value, targets.tpot), "TTFT": INF},
+                            "the prefill queue grows without bound")
         ttft = s + _queue_wait(t, lam, s, s2) + (one - rho) * busy * td / (2 * one)
         ev.figures["ttft"] = ttft
     else:
@@ -372,16 +374,13 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
         try:
             kv = facts.kv_transfer()
         except SpecError as exc:      # e.g. a device file that gives no scale-out link
-            ev.ratios = {"memory": Fraction(0), "TPOT": INF, "TTFT": INF}
-            ev.note = f"the KV transfer cannot be timed: {exc.message}"
-            return ev
+            return _refused(ev, {"memory": Fraction(0), "TPOT": INF, "TTFT": INF},
+                            f"the KV transfer cannot be timed: {exc.message}")
         ev.figures["kv_transfer"] = kv
         k = Fraction(t.rate) / dep.replicas * g1
         b = facts.running_batch(k, guess)
         if b is None:
-            ev.ratios = {"memory": INF, "TPOT": INF, "TTFT": INF}
-            ev.note = "decode steps cannot keep up at any batch"
-            return ev
+            return _refused(ev, {"memory": INF, "TPOT": INF, "TTFT": INF}, "decode steps cannot keep up at any batch")
         ev.batch = b
         td = facts.t_decode(b)
         lam_d = Figure.number(Fraction(t.rate) / dep.replicas)
@@ -389,9 +388,8 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
         ev.figures["step_time"] = td
         ev.figures["tpot"] = td
         if rho.value >= 1:
-            ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(td.value, targets.tpot), "TTFT": INF}
-            ev.note = "the prefill queue grows without bound"
-            return ev
+            return _refused(ev, {"memory": Fraction(b + 1, n), "TPOT": _ratio(td.value, targets.tpot), "TTFT": INF},
+                            "the prefill queue grows without bound")
         s, s2 = _service(facts, None, None)
         ev.figures["ttft"] = tp + _queue_wait(t, lam_p, s, s2) + kv
     ev.figures["kv_per_device"] = facts.kv_reserved(b + 1)
