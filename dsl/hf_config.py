@@ -275,6 +275,8 @@ class Config:
             base = self.int(key, minimum=minimum, family=family)
             if isinstance(rule, dict) and "divide" in rule:
                 return base // rule["divide"]
+            if isinstance(rule, dict) and "times" in rule:      # e.g. sub-layers per configured layer
+                return base * rule["times"]
             return base + rule["plus"] if isinstance(rule, dict) and "plus" in rule else base
         if value is None:
             raise SpecError(f"config has no '{key}' (model_type {family} needs it)", Loc(self.path, 1, 1),

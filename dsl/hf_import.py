@@ -103,6 +103,7 @@ class Family:
     experts_field: str = "num_local_experts"
     expert_width_field: str = "intermediate_size"
     shared_expert_field: str | None = None
+    zero_experts_field: str | None = None
     shared_gate: bool = False
     attn_layers: dict | None = None
     moe_layers: dict | None = None
@@ -541,6 +542,8 @@ def _rule_text(cfg: Config, rule) -> str:
         return "the family's rule"
     if "field" in rule and "divide" in rule:
         return f"{cfg.name(rule['field'])} / {rule['divide']}"
+    if "field" in rule and "times" in rule:
+        return f"{cfg.name(rule['field'])} × {rule['times']}"
     if "field" in rule:
         key = rule["field"] if isinstance(rule["field"], str) else cfg.rule(rule)[1]
         if cfg.has(key):
@@ -911,6 +914,9 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             raise cfg.error("num_experts_per_tok", f"num_experts_per_tok {k} exceeds the {E} experts", f"at most {E}")
         spec.dim("k", k, "num_experts_per_tok")
         spec.dim("f_e", f_e, cfg.name(fam.expert_width_field))
+        zero = cfg.int(fam.zero_experts_field, 0, minimum=0) if fam.zero_experts_field else 0
+        if zero:        # identity experts the router can pick: router columns and bias entries, no weights
+            spec.dim("E_zero", zero, cfg.name(fam.zero_experts_field) + " (zero-computation experts)")
     if "dense" in kinds:
         f = cfg.rule_int(fam.ffn_width, family=model_type)
         spec.dim("f", f, _rule_text(cfg, fam.ffn_width) + (" (dense layers)" if "moe" in kinds else ""))
@@ -932,6 +938,8 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         else:
             items.append(("E", "E", ""))
         items += [("k", "k", ""), ("f_e", "f_e", "")]
+        if any(n == "E_zero" for n, _, _ in spec.dims):
+            items.append(("E_zero", "E_zero", "zero-computation experts: router columns without weights"))
         f_s = 0
         if fam.shared_expert_field:
             f_s = cfg.int(fam.shared_expert_field, 0, minimum=0)
@@ -950,7 +958,9 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             items.append(("expert_glu", 0, "two-matrix experts (up, activation, down)"))
     dims = {n: v for n, v, _ in spec.dims}
     if "moe" in kinds:
-        spec.summary.append(f"MoE of {dims['E']} experts of {dims['f_e']} (top-{dims['k']})"
+        spec.summary.append(f"MoE of {dims['E']} experts of {dims['f_e']}"
+                            + (f" and {dims['E_zero']} zero-computation experts" if dims.get("E_zero") else "")
+                            + f" (top-{dims['k']})"
                             + (f" + shared expert {dims['f_s']}" if dims.get("f_s") else "") + ",")
     if "dense" in kinds:
         spec.summary.append(f"{'gated' if fam.mlp == 'glu' else 'plain'} FFN of {dims['f']}"
