@@ -67,6 +67,8 @@ class Family:
     embed_extra: dict = field(default_factory=dict)
     kv_heads_by_layer: dict | None = None
     per_layer_inputs: dict | None = None
+    altup: object = None
+    laurel: object = None
     expert_glu: bool = True
     fields: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
@@ -468,6 +470,9 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
         spec.dim(dim, cfg.rule_int(rule, minimum=0, family=model_type), _rule_text(cfg, rule))
     if fam.embed_extra:
         embed |= {"extra_rows": fam.embed_extra.get("rows", 0), "extra_tables": fam.embed_extra.get("tables", 0)}
+    if any(n == "altup" for n, _, _ in spec.dims):     # the other AltUp streams: made from the embedding, merged at the head
+        embed["streams"] = "altup"
+        head["streams"] = "altup"
     doc["dims"] = {n: v for n, v, _ in spec.dims}
     if fam.per_layer_inputs and cfg.has(fam.per_layer_inputs["width"]):
         pl = fam.per_layer_inputs
@@ -762,6 +767,27 @@ def _ffn_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> list:
     return ["moe"] * L
 
 
+def _ffn_widths(cfg: Config, fam: Family, model_type: str, spec: _Spec, L: int, what: str) -> str:
+    """The dense FFN width as a binding: one dimension f, or, when the config gives one width
+    per layer (a list), f for the first layer's width and f2, f3, … with their layer sets."""
+    value, key = cfg.rule(fam.ffn_width)
+    if not isinstance(value, list):
+        f = cfg.rule_int(fam.ffn_width, family=model_type)
+        spec.dim("f", f, _rule_text(cfg, fam.ffn_width) + what)
+        return "f"
+    if len(value) != L or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value):
+        raise cfg.error(key, f"'{cfg.name(key)}' must give one positive integer width per layer ({L})",
+                        f"an integer or a list of {L} integers")
+    spec.dim("f", value[0], f"{cfg.name(key)} (layer 0" + (")" if len(set(value)) > 1 else ", every layer)") + what)
+    expr = "f"
+    for j, width in enumerate(sorted(set(value) - {value[0]}), start=2):
+        layers = [i for i, v in enumerate(value) if v == width]
+        spec.dim(f"f{j}", width, f"{cfg.name(key)} (layers {_layer_set(layers)})")
+        spec.sets.append((f"ffn_width{j}_layers", _layer_set(layers), f"layers whose FFN width is {width}"))
+        expr = f"if(layer in ffn_width{j}_layers, f{j}, {expr})"
+    return expr
+
+
 def _declared_mixer(cfg: Config, fam: Family, mixer: dict, model_type: str, spec: _Spec, items: list,
                     stores: dict, options: dict):
     """A mixer declared in families.yaml `mixers:` (a layer template): its dimensions
@@ -918,14 +944,13 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         if zero:        # identity experts the router can pick: router columns and bias entries, no weights
             spec.dim("E_zero", zero, cfg.name(fam.zero_experts_field) + " (zero-computation experts)")
     if "dense" in kinds:
-        f = cfg.rule_int(fam.ffn_width, family=model_type)
-        spec.dim("f", f, _rule_text(cfg, fam.ffn_width) + (" (dense layers)" if "moe" in kinds else ""))
+        f_expr = _ffn_widths(cfg, fam, model_type, spec, L, " (dense layers)" if "moe" in kinds else "")
         if "none" in kinds:
             dense_layers = [i for i, kd in enumerate(kinds) if kd == "dense"]
             spec.sets.append(("dense_layers", _layer_set(dense_layers), "layers with a dense FFN"))
-            items.append(("f", "if(layer in dense_layers, f, 0)", "the other layers have none"))
+            items.append(("f", f"if(layer in dense_layers, {f_expr}, 0)", "the other layers have none"))
         else:
-            items.append(("f", "f", ""))
+            items.append(("f", f_expr, ""))
         if fam.mlp == "plain":
             items.append(("glu", 0, "plain MLP: up, activation, down"))
         if cfg.rule_flag(fam.mlp_bias):
@@ -967,6 +992,16 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
                             + (" in the other layers," if "moe" in kinds else ","))
     if window:
         items.append(window)
+    if fam.altup is not None:       # AltUp: the residual stream kept as several streams
+        n_streams = cfg.rule_int(fam.altup, family=model_type)
+        spec.dim("altup", n_streams, _rule_text(cfg, fam.altup) + " (AltUp residual streams)")
+        items.append(("altup", "altup", "AltUp: predict and correct the residual streams"))
+        spec.summary.append(f"AltUp over {n_streams} residual streams,")
+    if fam.laurel is not None:      # LAuReL: a low-rank residual branch
+        rank = cfg.rule_int(fam.laurel, family=model_type)
+        spec.dim("laurel", rank, _rule_text(cfg, fam.laurel) + " (LAuReL rank)")
+        items.append(("laurel", "laurel", "LAuReL: a low-rank residual branch"))
+        spec.summary.append(f"LAuReL residual branches of rank {rank},")
     shared = cfg.int(fam.kv_shared_layers, 0, minimum=0, maximum=L) if fam.kv_shared_layers else 0
     if shared:      # the last `shared` layers reuse earlier layers' K/V: no projections, no cache of their own
         spec.dim("kv_shared", shared, cfg.name(fam.kv_shared_layers))
