@@ -68,6 +68,7 @@ class Family:
     kv_heads_by_layer: dict | None = None
     per_layer_inputs: dict | None = None
     altup: object = None
+    reused_block: dict | None = None
     laurel: object = None
     expert_glu: bool = True
     fields: dict = field(default_factory=dict)
@@ -767,6 +768,84 @@ def _ffn_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> list:
     return ["moe"] * L
 
 
+def _reused_block(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int, items: list,
+                  state: list, stores: dict):
+    """A block whose weights are stored once (or in `copies` sets used in turn) and applied
+    at the layers a per-layer list names, each application with its own adapters and
+    output projection (hf_reused_block); each application caches its own K/V. Keys:
+      at: {types: FIELD, names: [NAMES]}   the layers that apply it
+      copies: RULE                         weight sets, the i-th application using set i mod copies [1]
+      shared_if_tied: true                 shared only when the config ties weights (tie_word_embeddings);
+                                           otherwise every application holds its own
+      with_embedding: true                 its input is the hidden state and the embedding output (2·d)
+      input_width: FIELD                   the config's statement of that width (checked)
+      heads, kv_heads, head_dim, ffn: RULEs  its attention and MLP
+      qkv_adapters, ffn_adapter: RULEs     per-application adapters; adapter_rank: RULE their rank
+      adapter_slots: RULE                  the adapter slots the model allocates [one per application]"""
+    rb = fam.reused_block
+    key = rb["at"]["types"]
+    names = cfg.get(key)
+    if not isinstance(names, list) or len(names) != L or not all(isinstance(n, str) for n in names):
+        raise cfg.error(key, f"'{cfg.name(key)}' must give one layer type per layer ({L})", f"a list of {L} names")
+    layers = [i for i, n in enumerate(names) if n in rb["at"]["names"]]
+    if not layers:
+        return
+    sets = cfg.rule_int(rb.get("copies", 1), 1, family=model_type)
+    copies = min(sets, len(layers))
+    if rb.get("shared_if_tied"):     # the applications share weights only in a model that ties weights
+        tied = cfg.flag("tie_word_embeddings") if cfg.has("tie_word_embeddings") else fam.tied
+        copies = copies if tied else len(layers)
+    # adapter slots: one per application (or as many as the config's list of them says); weight set b
+    # holds the slots i with i % sets == b, and each layer holding a copy of set b holds them all
+    slot_rule = rb.get("adapter_slots")
+    slot_field = slot_rule.get("length") if isinstance(slot_rule, dict) else slot_rule
+    slots = cfg.rule_int(slot_rule, family=model_type) if slot_rule and cfg.has(slot_field) else len(layers)
+    per_set = [sum(1 for i in range(slots) if i % sets == b) for b in range(sets)]
+    held = {layers[j]: per_set[j % sets] for j in range(copies)}
+    ins = 2 if rb.get("with_embedding") else 1
+    if rb.get("input_width") and cfg.has(rb["input_width"]) and cfg.int(rb["input_width"]) != ins * d:
+        raise cfg.error(rb["input_width"], f"'{cfg.name(rb['input_width'])}' {cfg.int(rb['input_width'])} is not "
+                        f"{ins} × hidden_size: the reused block's input is {'the hidden state and the embedding' if ins == 2 else 'the hidden state'}",
+                        str(ins * d))
+    n_q = cfg.rule_int(rb["heads"], family=model_type)
+    n_kv = cfg.rule_int(rb["kv_heads"], n_q, family=model_type)
+    if n_kv > n_q or n_q % n_kv:
+        raise cfg.error(cfg.rule(rb["kv_heads"])[1] or "num_key_value_heads",
+                        f"{n_kv} key/value heads do not divide {n_q} attention heads", f"a divisor of {n_q}")
+    d_h = cfg.rule_int(rb["head_dim"], family=model_type)
+    f = cfg.rule_int(rb["ffn"], family=model_type)
+    qkv_ad = cfg.rule_flag(rb.get("qkv_adapters", False))
+    ffn_ad = cfg.rule_flag(rb.get("ffn_adapter", False))
+    for name, value, rule in (("ru_q", n_q, rb["heads"]), ("ru_kv", n_kv, rb["kv_heads"]),
+                              ("ru_dh", d_h, rb["head_dim"]), ("ru_f", f, rb["ffn"])):
+        spec.dim(name, value, _rule_text(cfg, rule) + " (the reused block)")
+    items += [("reuse", "if(layer in reused_layers, 1, 0)", "layers that apply the reused block"),
+              ("reuse_owner", "if(layer in reuse_owner_layers, 1, 0)", "the applications that hold its weights"),
+              ("ru_in", ins, ""), ("ru_q", "ru_q", ""), ("ru_kv", "ru_kv", ""), ("ru_dh", "ru_dh", ""), ("ru_f", "ru_f", "")]
+    if qkv_ad or ffn_ad:
+        rank = cfg.rule_int(rb["adapter_rank"], family=model_type)
+        spec.dim("ru_rank", rank, _rule_text(cfg, rb["adapter_rank"]) + " (per-application adapters)")
+        items += [("ru_rank", "ru_rank", ""), ("ru_qkv_adapters", 1 if qkv_ad else 0, ""),
+                  ("ru_ffn_adapter", 1 if ffn_ad else 0, "")]
+        expr = "0"
+        for count in sorted(set(held.values())):
+            name = "reuse_owner_layers" if len(set(held.values())) == 1 else f"reuse_adapters{count}_layers"
+            if name != "reuse_owner_layers":
+                spec.sets.append((name, _layer_set([i for i, c in held.items() if c == count]),
+                                  f"layers holding {count} adapter sets of the reused block"))
+            expr = f"if(layer in {name}, {count}, {expr})"
+        items.append(("ru_adapters", expr, "adapter sets each layer's copy of the weights holds"))
+    spec.sets.append(("reused_layers", _layer_set(layers), f"layers that apply the reused block ({cfg.name(key)})"))
+    spec.sets.append(("reuse_owner_layers", _layer_set(layers[:copies]),
+                      f"the first application of each of its {copies} weight set(s)"))
+    state.append({"store": "reused_kv", "entries": "H", "when": "layer in reused_layers"})
+    stores["reused_kv"] = {"tags": ["kv"], "doc": "K and V of each application of the reused block, per cached token",
+                           "bytes": "2*ru_kv*ru_dh*ELT", "shard": "ru_kv"}
+    spec.summary.append(f"a transformer block stored {'once' if copies == 1 else f'{copies} times'} and applied at "
+                        f"{len(layers)} layers ({n_q} query / {n_kv} KV heads of {d_h}, MLP {f}"
+                        + (", per-application adapters" if qkv_ad or ffn_ad else "") + "),")
+
+
 def _ffn_widths(cfg: Config, fam: Family, model_type: str, spec: _Spec, L: int, what: str) -> str:
     """The dense FFN width as a binding: one dimension f, or, when the config gives one width
     per layer (a list), f for the first layer's width and f2, f3, … with their layer sets."""
@@ -1002,6 +1081,8 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         spec.dim("laurel", rank, _rule_text(cfg, fam.laurel) + " (LAuReL rank)")
         items.append(("laurel", "laurel", "LAuReL: a low-rank residual branch"))
         spec.summary.append(f"LAuReL residual branches of rank {rank},")
+    if fam.reused_block is not None:
+        _reused_block(cfg, fam, model_type, spec, d, L, items, state, stores)
     shared = cfg.int(fam.kv_shared_layers, 0, minimum=0, maximum=L) if fam.kv_shared_layers else 0
     if shared:      # the last `shared` layers reuse earlier layers' K/V: no projections, no cache of their own
         spec.dim("kv_shared", shared, cfg.name(fam.kv_shared_layers))
