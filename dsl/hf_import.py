@@ -559,6 +559,8 @@ def _rule_text(cfg: Config, rule) -> str:
         return f"{cfg.name(key)} (absent: {rule.get('default')})"
     if "times_hidden" in rule:
         return f"{cfg.name(rule['times_hidden'])} × {cfg.name('hidden_size')}"
+    if "hidden_per" in rule:
+        return f"{rule.get('times', 1)} × {cfg.name('hidden_size')} / {cfg.name(rule['hidden_per'])}"
     if "product" in rule:
         return " × ".join(cfg.name(k) for k in rule["product"])
     if "auto_ffn" in rule:

@@ -660,6 +660,9 @@ def test_new_family_agrees_with_pytorch(name, tmp_path):
     if cfg["model_type"] in ("mamba", "falcon_mamba"):
         mamba_layers = cfg["num_hidden_layers"]
         d_in, N, d_conv = cfg["expand"] * cfg["hidden_size"], cfg["state_size"], cfg["conv_kernel"]
+    elif cfg["model_type"] == "zamba":     # Mamba-1 in every layer (its per-head x/dt split: the same terms)
+        mamba_layers = cfg["num_hidden_layers"]
+        d_in, N, d_conv = cfg["mamba_expand"] * cfg["hidden_size"], cfg["mamba_d_state"], cfg["mamba_d_conv"]
     elif cfg["model_type"] == "jamba":
         mamba_layers = sum(1 for i in range(cfg["num_hidden_layers"])
                            if i % cfg["attn_layer_period"] != cfg["attn_layer_offset"])
