@@ -217,6 +217,8 @@ class Config:
             for key in rule["product"]:
                 value *= self.int(key)
             return value, None
+        if isinstance(rule, dict) and "hidden_per" in rule:        # K·hidden_size // FIELD (a derived head width)
+            return rule.get("times", 1) * self.int("hidden_size") // self.int(rule["hidden_per"]), None
         if isinstance(rule, dict) and "times_hidden" in rule:      # e.g. expansion_ratio × d_model
             key = rule["times_hidden"]
             return self.int(key) * self.int("hidden_size"), None
@@ -275,6 +277,8 @@ class Config:
             base = self.int(key, minimum=minimum, family=family)
             if isinstance(rule, dict) and "divide" in rule:
                 return base // rule["divide"]
+            if isinstance(rule, dict) and "times" in rule:      # e.g. sub-layers per configured layer
+                return base * rule["times"]
             return base + rule["plus"] if isinstance(rule, dict) and "plus" in rule else base
         if value is None:
             raise SpecError(f"config has no '{key}' (model_type {family} needs it)", Loc(self.path, 1, 1),

@@ -67,6 +67,9 @@ class Family:
     embed_extra: dict = field(default_factory=dict)
     kv_heads_by_layer: dict | None = None
     per_layer_inputs: dict | None = None
+    altup: object = None
+    reused_block: dict | None = None
+    laurel: object = None
     expert_glu: bool = True
     fields: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
@@ -103,6 +106,7 @@ class Family:
     experts_field: str = "num_local_experts"
     expert_width_field: str = "intermediate_size"
     shared_expert_field: str | None = None
+    zero_experts_field: str | None = None
     shared_gate: bool = False
     attn_layers: dict | None = None
     moe_layers: dict | None = None
@@ -467,6 +471,9 @@ def import_config(path: str, name: str | None = None, out_path: str | None = Non
         spec.dim(dim, cfg.rule_int(rule, minimum=0, family=model_type), _rule_text(cfg, rule))
     if fam.embed_extra:
         embed |= {"extra_rows": fam.embed_extra.get("rows", 0), "extra_tables": fam.embed_extra.get("tables", 0)}
+    if any(n == "altup" for n, _, _ in spec.dims):     # the other AltUp streams: made from the embedding, merged at the head
+        embed["streams"] = "altup"
+        head["streams"] = "altup"
     doc["dims"] = {n: v for n, v, _ in spec.dims}
     if fam.per_layer_inputs and cfg.has(fam.per_layer_inputs["width"]):
         pl = fam.per_layer_inputs
@@ -541,6 +548,8 @@ def _rule_text(cfg: Config, rule) -> str:
         return "the family's rule"
     if "field" in rule and "divide" in rule:
         return f"{cfg.name(rule['field'])} / {rule['divide']}"
+    if "field" in rule and "times" in rule:
+        return f"{cfg.name(rule['field'])} × {rule['times']}"
     if "field" in rule:
         key = rule["field"] if isinstance(rule["field"], str) else cfg.rule(rule)[1]
         if cfg.has(key):
@@ -550,6 +559,8 @@ def _rule_text(cfg: Config, rule) -> str:
         return f"{cfg.name(key)} (absent: {rule.get('default')})"
     if "times_hidden" in rule:
         return f"{cfg.name(rule['times_hidden'])} × {cfg.name('hidden_size')}"
+    if "hidden_per" in rule:
+        return f"{rule.get('times', 1)} × {cfg.name('hidden_size')} / {cfg.name(rule['hidden_per'])}"
     if "product" in rule:
         return " × ".join(cfg.name(k) for k in rule["product"])
     if "auto_ffn" in rule:
@@ -759,6 +770,105 @@ def _ffn_kinds(cfg: Config, fam: Family, model_type: str, L: int) -> list:
     return ["moe"] * L
 
 
+def _reused_block(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: int, items: list,
+                  state: list, stores: dict):
+    """A block whose weights are stored once (or in `copies` sets used in turn) and applied
+    at the layers a per-layer list names, each application with its own adapters and
+    output projection (hf_reused_block); each application caches its own K/V. Keys:
+      at: {types: FIELD, names: [NAMES]}   the layers that apply it
+      copies: RULE                         weight sets, the i-th application using set i mod copies [1]
+      shared_if_tied: true                 shared only when the config ties weights (tie_word_embeddings);
+                                           otherwise every application holds its own
+      with_embedding: true                 its input is the hidden state and the embedding output (2·d)
+      input_width: FIELD                   the config's statement of that width (checked)
+      heads, kv_heads, head_dim, ffn: RULEs  its attention and MLP
+      qkv_adapters, ffn_adapter: RULEs     per-application adapters; adapter_rank: RULE their rank
+      adapter_slots: RULE                  the adapter slots the model allocates [one per application]"""
+    rb = fam.reused_block
+    key = rb["at"]["types"]
+    names = cfg.get(key)
+    if not isinstance(names, list) or len(names) != L or not all(isinstance(n, str) for n in names):
+        raise cfg.error(key, f"'{cfg.name(key)}' must give one layer type per layer ({L})", f"a list of {L} names")
+    layers = [i for i, n in enumerate(names) if n in rb["at"]["names"]]
+    if not layers:
+        return
+    sets = cfg.rule_int(rb.get("copies", 1), 1, family=model_type)
+    copies = min(sets, len(layers))
+    if rb.get("shared_if_tied"):     # the applications share weights only in a model that ties weights
+        tied = cfg.flag("tie_word_embeddings") if cfg.has("tie_word_embeddings") else fam.tied
+        copies = copies if tied else len(layers)
+    # adapter slots: one per application (or as many as the config's list of them says); weight set b
+    # holds the slots i with i % sets == b, and each layer holding a copy of set b holds them all
+    slot_rule = rb.get("adapter_slots")
+    slot_field = slot_rule.get("length") if isinstance(slot_rule, dict) else slot_rule
+    slots = cfg.rule_int(slot_rule, family=model_type) if slot_rule and cfg.has(slot_field) else len(layers)
+    per_set = [sum(1 for i in range(slots) if i % sets == b) for b in range(sets)]
+    held = {layers[j]: per_set[j % sets] for j in range(copies)}
+    ins = 2 if rb.get("with_embedding") else 1
+    if rb.get("input_width") and cfg.has(rb["input_width"]) and cfg.int(rb["input_width"]) != ins * d:
+        raise cfg.error(rb["input_width"], f"'{cfg.name(rb['input_width'])}' {cfg.int(rb['input_width'])} is not "
+                        f"{ins} × hidden_size: the reused block's input is {'the hidden state and the embedding' if ins == 2 else 'the hidden state'}",
+                        str(ins * d))
+    n_q = cfg.rule_int(rb["heads"], family=model_type)
+    n_kv = cfg.rule_int(rb["kv_heads"], n_q, family=model_type)
+    if n_kv > n_q or n_q % n_kv:
+        raise cfg.error(cfg.rule(rb["kv_heads"])[1] or "num_key_value_heads",
+                        f"{n_kv} key/value heads do not divide {n_q} attention heads", f"a divisor of {n_q}")
+    d_h = cfg.rule_int(rb["head_dim"], family=model_type)
+    f = cfg.rule_int(rb["ffn"], family=model_type)
+    qkv_ad = cfg.rule_flag(rb.get("qkv_adapters", False))
+    ffn_ad = cfg.rule_flag(rb.get("ffn_adapter", False))
+    for name, value, rule in (("ru_q", n_q, rb["heads"]), ("ru_kv", n_kv, rb["kv_heads"]),
+                              ("ru_dh", d_h, rb["head_dim"]), ("ru_f", f, rb["ffn"])):
+        spec.dim(name, value, _rule_text(cfg, rule) + " (the reused block)")
+    items += [("reuse", "if(layer in reused_layers, 1, 0)", "layers that apply the reused block"),
+              ("reuse_owner", "if(layer in reuse_owner_layers, 1, 0)", "the applications that hold its weights"),
+              ("ru_in", ins, ""), ("ru_q", "ru_q", ""), ("ru_kv", "ru_kv", ""), ("ru_dh", "ru_dh", ""), ("ru_f", "ru_f", "")]
+    if qkv_ad or ffn_ad:
+        rank = cfg.rule_int(rb["adapter_rank"], family=model_type)
+        spec.dim("ru_rank", rank, _rule_text(cfg, rb["adapter_rank"]) + " (per-application adapters)")
+        items += [("ru_rank", "ru_rank", ""), ("ru_qkv_adapters", 1 if qkv_ad else 0, ""),
+                  ("ru_ffn_adapter", 1 if ffn_ad else 0, "")]
+        expr = "0"
+        for count in sorted(set(held.values())):
+            name = "reuse_owner_layers" if len(set(held.values())) == 1 else f"reuse_adapters{count}_layers"
+            if name != "reuse_owner_layers":
+                spec.sets.append((name, _layer_set([i for i, c in held.items() if c == count]),
+                                  f"layers holding {count} adapter sets of the reused block"))
+            expr = f"if(layer in {name}, {count}, {expr})"
+        items.append(("ru_adapters", expr, "adapter sets each layer's copy of the weights holds"))
+    spec.sets.append(("reused_layers", _layer_set(layers), f"layers that apply the reused block ({cfg.name(key)})"))
+    spec.sets.append(("reuse_owner_layers", _layer_set(layers[:copies]),
+                      f"the first application of each of its {copies} weight set(s)"))
+    state.append({"store": "reused_kv", "entries": "H", "when": "layer in reused_layers"})
+    stores["reused_kv"] = {"tags": ["kv"], "doc": "K and V of each application of the reused block, per cached token",
+                           "bytes": "2*ru_kv*ru_dh*ELT", "shard": "ru_kv"}
+    spec.summary.append(f"a transformer block stored {'once' if copies == 1 else f'{copies} times'} and applied at "
+                        f"{len(layers)} layers ({n_q} query / {n_kv} KV heads of {d_h}, MLP {f}"
+                        + (", per-application adapters" if qkv_ad or ffn_ad else "") + "),")
+
+
+def _ffn_widths(cfg: Config, fam: Family, model_type: str, spec: _Spec, L: int, what: str) -> str:
+    """The dense FFN width as a binding: one dimension f, or, when the config gives one width
+    per layer (a list), f for the first layer's width and f2, f3, … with their layer sets."""
+    value, key = cfg.rule(fam.ffn_width)
+    if not isinstance(value, list):
+        f = cfg.rule_int(fam.ffn_width, family=model_type)
+        spec.dim("f", f, _rule_text(cfg, fam.ffn_width) + what)
+        return "f"
+    if len(value) != L or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value):
+        raise cfg.error(key, f"'{cfg.name(key)}' must give one positive integer width per layer ({L})",
+                        f"an integer or a list of {L} integers")
+    spec.dim("f", value[0], f"{cfg.name(key)} (layer 0" + (")" if len(set(value)) > 1 else ", every layer)") + what)
+    expr = "f"
+    for j, width in enumerate(sorted(set(value) - {value[0]}), start=2):
+        layers = [i for i, v in enumerate(value) if v == width]
+        spec.dim(f"f{j}", width, f"{cfg.name(key)} (layers {_layer_set(layers)})")
+        spec.sets.append((f"ffn_width{j}_layers", _layer_set(layers), f"layers whose FFN width is {width}"))
+        expr = f"if(layer in ffn_width{j}_layers, f{j}, {expr})"
+    return expr
+
+
 def _declared_mixer(cfg: Config, fam: Family, mixer: dict, model_type: str, spec: _Spec, items: list,
                     stores: dict, options: dict):
     """A mixer declared in families.yaml `mixers:` (a layer template): its dimensions
@@ -911,15 +1021,17 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             raise cfg.error("num_experts_per_tok", f"num_experts_per_tok {k} exceeds the {E} experts", f"at most {E}")
         spec.dim("k", k, "num_experts_per_tok")
         spec.dim("f_e", f_e, cfg.name(fam.expert_width_field))
+        zero = cfg.int(fam.zero_experts_field, 0, minimum=0) if fam.zero_experts_field else 0
+        if zero:        # identity experts the router can pick: router columns and bias entries, no weights
+            spec.dim("E_zero", zero, cfg.name(fam.zero_experts_field) + " (zero-computation experts)")
     if "dense" in kinds:
-        f = cfg.rule_int(fam.ffn_width, family=model_type)
-        spec.dim("f", f, _rule_text(cfg, fam.ffn_width) + (" (dense layers)" if "moe" in kinds else ""))
+        f_expr = _ffn_widths(cfg, fam, model_type, spec, L, " (dense layers)" if "moe" in kinds else "")
         if "none" in kinds:
             dense_layers = [i for i, kd in enumerate(kinds) if kd == "dense"]
             spec.sets.append(("dense_layers", _layer_set(dense_layers), "layers with a dense FFN"))
-            items.append(("f", "if(layer in dense_layers, f, 0)", "the other layers have none"))
+            items.append(("f", f"if(layer in dense_layers, {f_expr}, 0)", "the other layers have none"))
         else:
-            items.append(("f", "f", ""))
+            items.append(("f", f_expr, ""))
         if fam.mlp == "plain":
             items.append(("glu", 0, "plain MLP: up, activation, down"))
         if cfg.rule_flag(fam.mlp_bias):
@@ -932,6 +1044,8 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
         else:
             items.append(("E", "E", ""))
         items += [("k", "k", ""), ("f_e", "f_e", "")]
+        if any(n == "E_zero" for n, _, _ in spec.dims):
+            items.append(("E_zero", "E_zero", "zero-computation experts: router columns without weights"))
         f_s = 0
         if fam.shared_expert_field:
             f_s = cfg.int(fam.shared_expert_field, 0, minimum=0)
@@ -950,13 +1064,27 @@ def _decoder(cfg: Config, fam: Family, model_type: str, spec: _Spec, d: int, L: 
             items.append(("expert_glu", 0, "two-matrix experts (up, activation, down)"))
     dims = {n: v for n, v, _ in spec.dims}
     if "moe" in kinds:
-        spec.summary.append(f"MoE of {dims['E']} experts of {dims['f_e']} (top-{dims['k']})"
+        spec.summary.append(f"MoE of {dims['E']} experts of {dims['f_e']}"
+                            + (f" and {dims['E_zero']} zero-computation experts" if dims.get("E_zero") else "")
+                            + f" (top-{dims['k']})"
                             + (f" + shared expert {dims['f_s']}" if dims.get("f_s") else "") + ",")
     if "dense" in kinds:
         spec.summary.append(f"{'gated' if fam.mlp == 'glu' else 'plain'} FFN of {dims['f']}"
                             + (" in the other layers," if "moe" in kinds else ","))
     if window:
         items.append(window)
+    if fam.altup is not None:       # AltUp: the residual stream kept as several streams
+        n_streams = cfg.rule_int(fam.altup, family=model_type)
+        spec.dim("altup", n_streams, _rule_text(cfg, fam.altup) + " (AltUp residual streams)")
+        items.append(("altup", "altup", "AltUp: predict and correct the residual streams"))
+        spec.summary.append(f"AltUp over {n_streams} residual streams,")
+    if fam.laurel is not None:      # LAuReL: a low-rank residual branch
+        rank = cfg.rule_int(fam.laurel, family=model_type)
+        spec.dim("laurel", rank, _rule_text(cfg, fam.laurel) + " (LAuReL rank)")
+        items.append(("laurel", "laurel", "LAuReL: a low-rank residual branch"))
+        spec.summary.append(f"LAuReL residual branches of rank {rank},")
+    if fam.reused_block is not None:
+        _reused_block(cfg, fam, model_type, spec, d, L, items, state, stores)
     shared = cfg.int(fam.kv_shared_layers, 0, minimum=0, maximum=L) if fam.kv_shared_layers else 0
     if shared:      # the last `shared` layers reuse earlier layers' K/V: no projections, no cache of their own
         spec.dim("kv_shared", shared, cfg.name(fam.kv_shared_layers))
