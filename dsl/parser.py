@@ -17,7 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from . import ast
 from .errors import Loc, SpecError
 from .limits import limit, limit_error
-from .parse_cache import ParseCache, anonymous_loc, relocate
+from ..cache.parse_cache import ParseCache, anonymous_loc, relocate
 
 _GRAMMAR = Path(__file__).with_name("specc.lark")
 _WHAT = {

@@ -20,7 +20,7 @@ import shutil
 import graphviz
 import sympy as sp
 
-from ..compiler.build import Model
+from ..compiler.graph.build import Model
 from . import views as v
 from .graph_export import _op_attrs, layers_json, to_json
 
@@ -79,7 +79,7 @@ MAP_LAYERS = 4096      # deeper stacks are drawn as ranges, never cell by cell
 
 
 def _range_map(groups: list, colors: dict) -> str:
-    from ..compiler.layerset import ranges_of
+    from ..compiler.schema.layerset import ranges_of
 
     cells = sorted(((r, g) for g in groups for r in ranges_of(g.layers)), key=lambda t: t[0].start)
     body = "".join(f'<TR><TD BGCOLOR="{colors[g.prefix]}" TOOLTIP="layers {v.layer_text_short(r, 60)}: {g.letter}">'

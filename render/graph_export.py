@@ -6,13 +6,13 @@ import json
 
 import networkx as nx
 
-from ..compiler.build import Model
+from ..compiler.graph.build import Model
 
 
 def layers_json(layers):
     """A layer set for JSON: the list of indices, or, for a set too large to list,
     {"ranges": [[first, last, step], ...]} (never enumerated)."""
-    from ..compiler.layerset import SMALL, ranges_of
+    from ..compiler.schema.layerset import SMALL, ranges_of
 
     if len(layers) <= SMALL:
         return list(layers)

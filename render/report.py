@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from ..compiler.queries import QueryEngine
+from ..compiler.query.queries import QueryEngine
 from ..dsl.errors import SpecError
 from ..verify.claims import VERDICTS
 from ..verify import sources as S
@@ -63,9 +63,9 @@ class SpecReport:
 def closed_form(engine: QueryEngine, query: str, cache: dict) -> str:
     """The claim's query with its scenario numbers replaced by symbols, as a
     closed form, when it is a single call of a query whose declaration names the
-    scenario parameters it has a closed form in (compiler/query_registry.py)."""
-    from ..compiler.query_registry import REGISTRY
-    from ..compiler.query_value import Expr, Name
+    scenario parameters it has a closed form in (compiler/query/query_registry.py)."""
+    from ..compiler.query.query_registry import REGISTRY
+    from ..compiler.query.query_value import Expr, Name
 
     expr = Expr.parse(str(query).strip())
     call = expr.call if expr is not None else None
@@ -116,7 +116,7 @@ def _source_line(entry: dict) -> str:
 
 
 def build(path: str, engine: QueryEngine | None = None, figures=(), tables=()) -> SpecReport:
-    from ..compiler.spec import load_spec
+    from ..compiler.schema.spec import load_spec
 
     spec = engine.spec if engine is not None else load_spec(path)
     engine = engine or QueryEngine(spec)

@@ -86,9 +86,9 @@ def test_an_edited_device_from_the_search_path(world, how):
 def test_an_edited_shipped_device_is_recorded(world, monkeypatch):
     """The shipped data is found last; its file is in the manifest like any other
     (checked on the store itself: the shipped file is not ours to edit here)."""
-    from specc.compiler import compile_queries, compiled
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.lanes import compile_queries, compiled
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     tmp, model, cache = world
     monkeypatch.setenv("SPECC_CACHE_DIR", str(cache))
@@ -156,7 +156,7 @@ def test_a_closer_same_named_sibling_spec_appearing(world):
 
 def test_a_spec_edited_while_verify_runs_is_not_stored_with_old_verdicts(world, monkeypatch):
     """The store records the hash of the bytes parsed, not of the file when it is saved."""
-    from specc.compiler import compile_queries, compiled
+    from specc.compiler.lanes import compile_queries, compiled
     from specc.verify import claims as claims_module
     from specc.verify import fast_claims
 

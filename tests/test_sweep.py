@@ -1,4 +1,4 @@
-"""`specc sweep` and compiler/sweep.py: every row equals `specc eval` at its
+"""`specc sweep` and compiler/lanes/sweep.py: every row equals `specc eval` at its
 point; int64 only where interval arithmetic proves it safe; exact otherwise."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specc.compiler import codegen, compile_queries, compiled, sweep, vector
+from specc.compiler.lanes import codegen, compile_queries, compiled, sweep, vector
 from specc.dsl.errors import SpecError
 
 from test_codegen import ARGS, B, P, S, random_expr  # noqa: E402 - tests/ is on sys.path
@@ -35,8 +35,8 @@ def cache(tmp_path, monkeypatch):
 
 
 def _engine(path):
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     return QueryEngine.shared(load_spec(path))
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..compiler.queries import QueryEngine, Quantity
-from ..compiler.spec import Spec, check_keys, seq, text
-from ..compiler.symbols import DTYPE_BYTES, SCENARIO
-from ..compiler.expressions import Evaluator
+from ..compiler.query.queries import QueryEngine, Quantity
+from ..compiler.schema.spec import Spec, check_keys, seq, text
+from ..compiler.schema.symbols import DTYPE_BYTES, SCENARIO
+from ..compiler.schema.expressions import Evaluator
 from ..dsl import ast
 from ..dsl.errors import Loc, SpecError
 from ..dsl.parser import parse_expr, parse_quantity
@@ -56,7 +56,7 @@ def split_bound(expect) -> tuple[str | None, int]:
 def touches_model(eval_text) -> bool:
     """Whether a claim's query reads the model (a query whose declaration says so; device
     and storage-type look-ups do not): a claim that does not is a fact check."""
-    from ..compiler.query_registry import REGISTRY
+    from ..compiler.query.query_registry import REGISTRY
 
     def reads_model(name) -> bool:
         return name in REGISTRY and REGISTRY[name].reads_model
