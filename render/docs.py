@@ -212,7 +212,7 @@ def build_files(out_dir: Path, spec_glob: str = "specs/*.yaml", jobs: int | None
         figs = ""
         for c in charts:
             for q in ("state_bytes", "flops", "b_max"):
-                svg = R._svg_inline(files["plots/" + c["name"] + "_" + q + ".svg"])
+                svg = R.svg_inline(files["plots/" + c["name"] + "_" + q + ".svg"])
                 figs += f'<div class="figure"><h3>{R.e(c["title"])}: {q}</h3>{svg}</div>'
         files["index.html"] = R.index_html(html_entries, "<h2>Cross-model charts</h2>" + figs)
         files["VERSIONS.txt"] = tool_versions()

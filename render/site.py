@@ -223,20 +223,20 @@ def _formula_args(engine, point: dict, fmt: str | None, **extra):
     memory and workspace as symbols and unit rates (a row's seconds are then its FLOPs and bytes)."""
     import sympy as sp
 
-    from ..compiler.query.query_base import _BYTE_RATE, _FLOP_RATE, Quantity, _Args
+    from ..compiler.query.query_base import BYTE_RATE, FLOP_RATE, Quantity, QueryArgs
     from ..dsl.units import BYTES
 
     d = _device_symbols()
-    values = {"device": "<rates given>", "flops": Quantity(sp.Integer(1), _FLOP_RATE),
-              "bandwidth": Quantity(sp.Integer(1), _BYTE_RATE), "memory": Quantity(d["d_memory"], BYTES),
+    values = {"device": "<rates given>", "flops": Quantity(sp.Integer(1), FLOP_RATE),
+              "bandwidth": Quantity(sp.Integer(1), BYTE_RATE), "memory": Quantity(d["d_memory"], BYTES),
               "workspace": Quantity(d["d_workspace"], BYTES), **{k: sp.Integer(v) for k, v in point.items()}, **extra}
     if fmt is not None:
         values["format"] = fmt
-    return _Args(values, None, engine, {"symbolic_ok": True})
+    return QueryArgs(values, None, engine, {"symbolic_ok": True})
 
 
 def capacity_forms(engine, model, point: dict, fmt: str | None) -> dict:
-    """The capacity rules of q_capacity.py on the engine's own budget (_budget: per pipeline stage,
+    """The capacity rules of q_capacity.py on the engine's own budget (budget: per pipeline stage,
     memory − weights − workspace with memory and workspace as symbols, and one request's state):
 
       b_max(H) = dp · max(0, min over stages with state of ⌊free / state(H)⌋)          (q_b_max)
@@ -251,7 +251,7 @@ def capacity_forms(engine, model, point: dict, fmt: str | None) -> dict:
     from ..compiler.deploy.sharding import Deployment
     from ..compiler.schema.symbols import B, H, P
 
-    free, per_request, _ = engine._budget(model, _formula_args(engine, point, fmt), need_state=False)
+    free, per_request, _ = engine.budget(model, _formula_args(engine, point, fmt), need_state=False)
     dep = Deployment(point["tp"], point["pp"], point["ep"], point["dp"], per_device=True)
 
     def most(terms):
@@ -331,7 +331,7 @@ def comm_forms(engine, model, point: dict, gpus_per_node: int | None) -> dict:
             out[name] = (sp.Integer(0), [])
             continue
         act = sp.Integer(2)
-        per_part = [engine._collectives(model, dep, {B: b, S: s, P: p}, act, None, gpus_per_node)
+        per_part = [engine.call_collectives(model, dep, {B: b, S: s, P: p}, act, None, gpus_per_node)
                     for b, s, p in parts]
         colls = per_part[0]
         for other in per_part[1:]:
@@ -383,9 +383,9 @@ def context_functions() -> str:
 
 def device_links(engine, name: str):
     """A device's links as the time queries read them (collectives.Links)."""
-    from ..compiler.query.query_base import _Args
+    from ..compiler.query.query_base import QueryArgs
 
-    return engine._links_of(_Args({"device": name}, None, engine, {}), name)
+    return engine.links_of(QueryArgs({"device": name}, None, engine, {}), name)
 
 
 def export_devices(engine, files: list) -> list[dict]:

@@ -23,8 +23,8 @@ SPECC = [sys.executable, "-m", "specc"]
 
 
 def _reset():
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
 
 
 @pytest.fixture

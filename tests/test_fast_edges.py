@@ -28,11 +28,11 @@ QUERIES = ["b_max(device={device}, H={H}, tp={tp})", "b_max(device={device}, H={
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECC_CACHE_DIR", str(tmp_path / "cache"))
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
     yield
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
 
 
 def _plain(value):

@@ -116,3 +116,14 @@ def test_compiler_stages_import_only_earlier_stages():
                   if stage(a) in rank and stage(b) in rank and rank[stage(b)] > rank[stage(a)]
                   and (a, b) not in CHECKED_AGAINST_TABLES)
     assert not late, late
+
+
+def test_no_module_imports_another_modules_private_name():
+    """A name with a leading underscore is its module's own: no other module imports it."""
+    crossing = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("specc")):
+                crossing += [f"{module}: {alias.name}" for alias in node.names
+                             if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not crossing, crossing

@@ -93,7 +93,7 @@ def test_an_edited_shipped_device_is_recorded(world, monkeypatch):
     tmp, model, cache = world
     monkeypatch.setenv("SPECC_CACHE_DIR", str(cache))
     monkeypatch.delenv("SPECC_PATH", raising=False)
-    compiled._STORES.clear()
+    compiled.STORES.clear()
     engine = QueryEngine(load_spec(model / "spec.yaml"))
     compile_queries.answer(engine, "b_max(device=a100_40gb, H=4096)")
     store = compile_queries.store_for(engine)
@@ -102,7 +102,7 @@ def test_an_edited_shipped_device_is_recorded(world, monkeypatch):
     # and the closer places it was not found are recorded as absent
     assert store.deps.get(str(model / "hardware" / "a100_40gb.yaml")) is None
     assert str(model / "hardware" / "a100_40gb.yaml") in store.deps
-    compiled._STORES.clear()
+    compiled.STORES.clear()
 
 
 def test_changing_the_search_path_changes_the_answer(world):
@@ -163,7 +163,7 @@ def test_a_spec_edited_while_verify_runs_is_not_stored_with_old_verdicts(world, 
     tmp, model, cache = world
     monkeypatch.setenv("SPECC_CACHE_DIR", str(cache))
     monkeypatch.delenv("SPECC_PATH", raising=False)
-    compiled._STORES.clear()
+    compiled.STORES.clear()
     spec = model / "spec.yaml"
     original = claims_module.verify_spec
 
@@ -176,8 +176,8 @@ def test_a_spec_edited_while_verify_runs_is_not_stored_with_old_verdicts(world, 
     results = fast_claims.verify_path(str(spec))
     assert [r.verdict for r in results] == ["PASS"]
     monkeypatch.setattr(claims_module, "verify_spec", original)
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
     assert fast_claims.cached_results(str(spec)) is None        # the old verdicts are not for this text
     again = _specc(["verify", str(spec)], cache, model)
     assert again.returncode == 1 and "FAIL" in again.stdout

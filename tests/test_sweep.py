@@ -28,10 +28,10 @@ V41 = REPO / "specs" / "deepseek_v41.yaml"
 @pytest.fixture(autouse=True)
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECC_CACHE_DIR", str(tmp_path / "cache"))
-    compiled._STORES.clear()
+    compiled.STORES.clear()
     yield
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
 
 
 def _engine(path):

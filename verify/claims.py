@@ -129,7 +129,7 @@ class Result:
         return f"{text} {self.unit_label}".strip()
 
 
-def _claims_file(spec: Spec, name: str) -> Path:
+def claims_file(spec: Spec, name: str) -> Path:
     """A claims_files entry: beside the spec, on the search path, or shipped (dsl/search_path.py)."""
     from ..dsl.search_path import relative_file
 
@@ -142,7 +142,7 @@ def _claims_file(spec: Spec, name: str) -> Path:
 def load_claims(spec: Spec, extra_files=()) -> list[Claim]:
     """The spec's own claims, its claims_files, then any --claims files."""
     entries = [(node, spec.path) for node in spec.claims]
-    files = [_claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in extra_files]
+    files = [claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in extra_files]
     for path in files:
         raw = load_yaml_file(path)
         if raw is None:

@@ -146,13 +146,13 @@ def verify_path(spec_path, claim_files=()) -> list:
     engine = QueryEngine.shared(spec)
     store = compile_queries.store_for(engine)
     # where each claims file was really found (beside the spec, a parent, the search path)
-    from .claims import _claims_file
+    from .claims import claims_file
 
-    files = [_claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in claim_files]
+    files = [claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in claim_files]
     try:
         store.verify[_key(claim_files)] = [_record(r, engine, store) for r in results]
-        compile_queries._note_dependencies(engine, store, files)
-        compile_queries._dirty.add(spec.path)
+        compile_queries.note_dependencies(engine, store, files)
+        compile_queries.dirty_stores.add(spec.path)
     finally:
         compile_queries.flush()
     return results

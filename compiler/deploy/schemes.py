@@ -202,14 +202,14 @@ def choose(engine, a) -> FormatChoice:
     weights=/kv=/compute= knobs, each defaulting to what the spec format names."""
     fmt = a.name("format") or engine.spec.default_format
     if fmt not in engine.spec.formats:
-        raise SpecError(f"unknown format '{fmt}'", a._node_loc("format") if a.raw("format") else a.loc,
+        raise SpecError(f"unknown format '{fmt}'", a.node_loc("format") if a.raw("format") else a.loc,
                         expected=did_you_mean(fmt, engine.spec.formats))
     fdef = engine.spec.formats[fmt]
     # a query takes the knobs that change its answer (weight_bytes no kv=, kv_bytes_per_token no weights=)
     w_name = a.name("weights") if a.declares("weights") else None
     kv_name = a.name("kv") if a.declares("kv") else None
-    w_loc = a._node_loc("weights") if w_name else getattr(fdef, "loc", None)
-    kv_loc = a._node_loc("kv") if kv_name else getattr(fdef, "loc", None)
+    w_loc = a.node_loc("weights") if w_name else getattr(fdef, "loc", None)
+    kv_loc = a.node_loc("kv") if kv_name else getattr(fdef, "loc", None)
     w_name = w_name or getattr(fdef, "scheme", None)
     kv_name = kv_name or getattr(fdef, "kv", None)
     weights = weight_scheme(str(w_name), w_loc) if w_name else None
@@ -234,7 +234,7 @@ def weight_bytes(engine, model, fmt, op, weight):
     if scheme is not None and scheme.quantizes(op, weight):
         i, o = weight.shape
         return scheme.matrix_bytes(i, o, weight.copies)
-    return weight.params * engine._bytes_per_param(model, fmt, weight.group)
+    return weight.params * engine.bytes_per_param(model, fmt, weight.group)
 
 
 def store_entry_bytes(engine, model, store: str, fmt, node):
@@ -247,10 +247,10 @@ def store_entry_bytes(engine, model, store: str, fmt, node):
     scheme = getattr(fmt, "kv", None)
     sdef = engine.spec.stores[store]
     if scheme is None or "kv" not in sdef.tags:
-        return engine._constant(model, node)
+        return engine.constant(model, node)
     key = (id(model), id(node), scheme.name)
-    if key in engine._sums:
-        return engine._sums[key]
+    if key in engine.sums:
+        return engine.sums[key]
     env = model_env(model)
     if scheme.layout and not any(scheme.tag in s.tags for s in engine.spec.stores.values()):
         raise SpecError(f"kv={scheme.name} is the layout of a store tagged '{scheme.tag}' (an MLA latent cache); "
@@ -274,7 +274,7 @@ def store_entry_bytes(engine, model, store: str, fmt, node):
             raise SpecError(f"store '{store}' gives its entry size without an element type, so kv={scheme.name} "
                             "cannot re-size it", sdef.loc, expected="bytes written with bf16/fp16/fp32, "
                             "e.g. 2*n_kv*d_h*bf16")
-    engine._sums[key] = value
+    engine.sums[key] = value
     return value
 
 

@@ -16,9 +16,9 @@ import sympy as sp
 from ...dsl import ast
 from ...dsl.ast import unparse
 from ...dsl.parser import parse_layer_set
-from .build import _Builder, dead_ops
+from .build import Builder, dead_ops
 from ..schema.expressions import Evaluator
-from ..schema.spec import BlockDef, Segment, Spec, StoreDef, _load_library
+from ..schema.spec import BlockDef, Segment, Spec, StoreDef, load_library
 
 ROWS = sp.Symbol("m", integer=True, positive=True)
 
@@ -50,7 +50,7 @@ class BlockRef:
 
 def _library_spec(path: Path) -> Spec:
     blocks, elementwise = {}, set()
-    _load_library(path, blocks, elementwise, set())
+    load_library(path, blocks, elementwise, set())
     # the stores a block declares belong to the spec that uses it; stand-ins let
     # the block compile here (state is not part of the reference's costs)
     stores = {}
@@ -76,7 +76,7 @@ def _reference(spec: Spec, block: BlockDef) -> BlockRef:
     params = [(name, None if default is None else _text(default)) for name, default in block.params.items()]
     ref = BlockRef(block.name, block.file, " ".join(block.doc.split()), params,
                    [(n, _text(w)) for n, w in block.inputs.items()], list(block.outputs))
-    builder = _Builder(spec, {})
+    builder = Builder(spec, {})
     env = dict(builder.env)
     # a block runs on m rows: positions start..n-1 (cnt of them) of each request
     env.update(m=ROWS, start=sp.Symbol("start", integer=True, nonnegative=True),
@@ -98,7 +98,7 @@ def _reference(spec: Spec, block: BlockDef) -> BlockRef:
             if default is not None:
                 bound[name] = Evaluator({**env, **bound}, builder.sets)(default)
         segment = Segment("block", block, parse_layer_set("0"), {}, None, "", block.loc)
-        builder._instantiate(block, env, bound, block.name, segment, (), 1, None, defaults={})
+        builder.instantiate(block, env, bound, block.name, segment, (), 1, None, defaults={})
     except Exception as exc:  # noqa: BLE001 - a reference page reports, it does not stop
         ref.error = str(getattr(exc, "message", exc)).splitlines()[0]
         return ref

@@ -185,7 +185,7 @@ def _mentions_layer(nodes) -> bool:
                for n in node.walk())
 
 
-class _Builder:
+class Builder:
     def __init__(self, spec: Spec, choices: dict, overrides: dict | None = None):
         self.spec = spec
         self.choices = choices
@@ -256,7 +256,7 @@ class _Builder:
             layer_tuple = members if isinstance(members, LayerIndices) else \
                 LayerIndices.of(l for l in members if l is not None)
             prefix = seg.name if len(order) == 1 else f"{seg.name}#{gi}"
-            outputs = self._instantiate(seg.block, env, bound, prefix, seg, layer_tuple,
+            outputs = self.instantiate(seg.block, env, bound, prefix, seg, layer_tuple,
                                         len(members), stream, defaults={"stage": seg.stage},
                                         extra_state=seg.state)
             group_outputs[gi] = outputs
@@ -344,7 +344,7 @@ class _Builder:
         return bound
 
     # ------------------------------------------------------------ blocks
-    def _instantiate(self, block: BlockDef, env: dict, bound: dict, prefix: str, seg: Segment, layers: tuple,
+    def instantiate(self, block: BlockDef, env: dict, bound: dict, prefix: str, seg: Segment, layers: tuple,
                      mult: int, stream, defaults: dict, inputs: list | None = None, where=None,
                      overrides: dict | None = None, extra_state=()):
         local = dict(env)
@@ -502,7 +502,7 @@ class _Builder:
         sub_env = {k: local[k] for k in ("start", "cnt", "m") if k in local}
         env = dict(self.env)
         env.update(sub_env)
-        outs = self._instantiate(block, env, bound, f"{prefix}.{stmt.targets[0]}", seg, layers, mult, None,
+        outs = self.instantiate(block, env, bound, f"{prefix}.{stmt.targets[0]}", seg, layers, mult, None,
                                     defaults=defaults, inputs=given, where=stmt, overrides=overrides)
         if len(outs) != len(stmt.targets):
             raise SpecError(f"block '{block.name}' returns {len(outs)} tensor(s), but {len(stmt.targets)} names are given",
@@ -546,7 +546,7 @@ def compile_spec(spec: Spec, overrides: dict | None = None, choices: dict | None
                             expected=did_you_mean(selected[opt_name], option.choices))
     if choices:
         raise SpecError(f"unknown option '{next(iter(choices))}'", None, expected=did_you_mean(next(iter(choices)), spec.options))
-    return _Builder(spec, selected, overrides).build()
+    return Builder(spec, selected, overrides).build()
 
 
 def _reads_layer(block: BlockDef, blocks: dict, seen: set) -> bool:

@@ -70,7 +70,7 @@ def _dependencies(engine: QueryEngine) -> dict:
             files.setdefault(path, None)
         for path, found in resolutions(sources).items():
             files.setdefault(path, None if found else _ABSENT)
-        todo.extend(eng._siblings.values())
+        todo.extend(eng.siblings.values())
     return files
 
 
@@ -112,12 +112,12 @@ def store_for(engine: QueryEngine) -> Store:
     store = compiled.load(engine.spec.path)
     if store is None:
         store = Store(compiled.engine_hash())
-        compiled._STORES[compiled._store_key(engine.spec.path)] = store
-        _note_dependencies(engine, store)
+        compiled.STORES[compiled.store_key(engine.spec.path)] = store
+        note_dependencies(engine, store)
     return store
 
 
-def _note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
+def note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
     from ...dsl.yamlload import READ_HASHES
 
     deps = _dependencies(engine)
@@ -178,8 +178,8 @@ def grid_template(engine: QueryEngine, text: str, names) -> Template | None:
         entry = _template(engine, text, names, vector=True)
         if entry is not None:
             store.templates[text] = entry
-            _note_dependencies(engine, store)
-            _dirty.add(engine.spec.path)
+            note_dependencies(engine, store)
+            dirty_stores.add(engine.spec.path)
     return entry
 
 
@@ -199,8 +199,8 @@ def answer(engine: QueryEngine, text: str, extra_deps=(), eager: bool = False) -
     if bind:
         if template not in store.templates and (eager or template in store.seen):
             store.templates[template] = _template(engine, template, bind)
-            _note_dependencies(engine, store, extra_deps)
-            _dirty.add(spec_path)
+            note_dependencies(engine, store, extra_deps)
+            dirty_stores.add(spec_path)
         entry = store.templates.get(template)
         if entry is not None:
             found = compiled.run(entry, bind)
@@ -214,7 +214,7 @@ def answer(engine: QueryEngine, text: str, extra_deps=(), eager: bool = False) -
     if found is None:
         return Answer(result.value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
                       bool(result.extrapolated), result.note)
-    _note_dependencies(engine, store, extra_deps)
+    note_dependencies(engine, store, extra_deps)
     return found
 
 
@@ -228,17 +228,17 @@ def remember(engine: QueryEngine, store: Store, text: str, result) -> Answer | N
     found = Answer(value, tuple(result.dims), DISPLAY.get(result.dims, dims_name(result.dims)),
                    bool(result.extrapolated), result.note)
     store.literals[text] = found
-    _dirty.add(engine.spec.path)
+    dirty_stores.add(engine.spec.path)
     return found
 
 
-_dirty: set = set()
+dirty_stores: set = set()
 
 
 def flush() -> None:
     """Write every store this process changed."""
-    for spec_path in sorted(_dirty):
-        store = compiled._STORES.get(compiled._store_key(spec_path))
+    for spec_path in sorted(dirty_stores):
+        store = compiled.STORES.get(compiled.store_key(spec_path))
         if store is not None:
             compiled.save(spec_path, store)
-    _dirty.clear()
+    dirty_stores.clear()

@@ -198,10 +198,10 @@ def run(template: Template, bind: dict) -> Answer | None:
 
 
 # ------------------------------------------------------------------ the stores
-_STORES: dict = {}
+STORES: dict = {}
 
 
-def _store_key(spec_path) -> str:
+def store_key(spec_path) -> str:
     """A store per spec and search path: the same name may resolve to other files
     under another --path or SPECC_PATH (dsl/search_path.py)."""
     from ...dsl.search_path import roots_signature
@@ -213,7 +213,7 @@ def _store_path(spec_path) -> Path | None:
     folder = disk_cache.cache_dir("compiled")
     if folder is None:
         return None
-    key = hashlib.sha256(_store_key(spec_path).encode()).hexdigest()[:24]
+    key = hashlib.sha256(store_key(spec_path).encode()).hexdigest()[:24]
     return folder / f"{key}.json"
 
 
@@ -227,19 +227,19 @@ def load(spec_path) -> Store | None:
     """The spec's validated store, or None (missing, damaged, or any dependency changed).
     A store already in memory is re-validated by hashing its dependencies (small files,
     microseconds each): a file rewritten within the same clock tick keeps its mtime and size."""
-    key = _store_key(spec_path)
-    store = _STORES.get(key)
+    key = store_key(spec_path)
+    store = STORES.get(key)
     if store is not None and all(file_hash(path) == digest for path, digest in store.deps.items()):
         return store
     path = _store_path(spec_path)
     store = disk_cache.load(path) if path is not None else None
     store = store if _valid(store) else None
-    _STORES[key] = store
+    STORES[key] = store
     return store
 
 
 def save(spec_path, store: Store) -> None:
-    _STORES[_store_key(spec_path)] = store
+    STORES[store_key(spec_path)] = store
     path = _store_path(spec_path)
     if path is not None:
         disk_cache.store(path, store)

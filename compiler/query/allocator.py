@@ -112,8 +112,8 @@ def layer_specs(engine, model, fmt, dep, loc) -> list:
         entries = use.entries
         if entries == 0:
             continue
-        frac = store_fraction(engine._store_units(model, use.store), dep, use.store, loc)
-        size = engine._store_bytes(model, use.store, fmt) * frac
+        frac = store_fraction(engine.store_units(model, use.store), dep, use.store, loc)
+        size = engine.store_bytes(model, use.store, fmt) * frac
         if entries.has(H):
             if entries == H:
                 kind, window = "full", 0
@@ -209,26 +209,26 @@ class VllmCapacity:
         a.used.update({"allocator", "kv_memory", "max_num_batched_tokens", "block"})
         name = a.name("allocator")
         if name not in ALLOCATORS:
-            raise SpecError(f"unknown allocator '{name}'", a._node_loc("allocator"), span=len(name),
+            raise SpecError(f"unknown allocator '{name}'", a.node_loc("allocator"), span=len(name),
                             expected="allocator=vllm")
         self.a = a
-        dep = engine._deployment(a)
+        dep = engine.deployment(a)
         self.dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
         if self.dep.pp > 1:
             raise SpecError("allocator=vllm with pp > 1 is not modelled (vLLM sizes each stage's pool and keeps "
                             "the smallest)", a.loc, expected="pp=1")
-        fmt = engine._format_of(a)
+        fmt = engine.format_of(a)
         memory = a.quantity("kv_memory", BYTES, None) if budget else 0
         if memory is None:
             if a.raw("device") is None and a.raw("memory") is None:
                 raise SpecError("allocator=vllm needs the KV cache's memory: kv_memory= (vLLM's "
                                 "--kv-cache-memory-bytes) or device=", a.loc, expected="kv_memory=40 GiB")
-            free, _, _ = engine._budget(model, a)
+            free, _, _ = engine.budget(model, a)
             memory = free[0]
         if not sp.sympify(memory).is_Integer:
             memory = sp.floor(memory)
         self.memory = int(memory)
-        block = engine._block(a)
+        block = engine.allocator_block(a)
         scheme_block = getattr(getattr(fmt, "kv", None), "block", None)   # e.g. fp8_ds_mla's 64
         self.block = int(block) if block is not None else scheme_block or DEFAULT_BLOCK
         self.batched = int(_count(a, "max_num_batched_tokens", DEFAULT_BATCHED_TOKENS))
@@ -255,7 +255,7 @@ def _count(a, key, default):
         return default
     value = value.value if isinstance(value, Quantity) else value
     if not (isinstance(value, sp.Integer) and value >= 1):
-        raise SpecError(f"'{key}=' takes a positive number of tokens, got {value}", a._node_loc(key),
+        raise SpecError(f"'{key}=' takes a positive number of tokens, got {value}", a.node_loc(key),
                         expected=f"{key}={default}")
     return value
 
@@ -264,7 +264,7 @@ def _number(a, key, default=None):
     """A scenario argument as a number: the pool is whole blocks, so there is no closed form."""
     value = a.scenario(key, default)
     if not isinstance(value, sp.Integer):
-        raise SpecError(f"allocator=vllm counts whole blocks for a given {key}, not for a symbol", a._node_loc(key),
+        raise SpecError(f"allocator=vllm counts whole blocks for a given {key}, not for a symbol", a.node_loc(key),
                         expected=f"{key}=<integer>, or no allocator= for a closed form")
     return value
 

@@ -25,16 +25,16 @@ _H_LIMIT = 2 ** 48      # search bound for h_max (tokens); far beyond any contex
 class CapacityQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
 
-    def _budget(self, model, a, need_state=True):
+    def budget(self, model, a, need_state=True):
         """(free bytes per stage for state, per-request state per stage as expressions in H, deployment)."""
         # kv_memory= gives each device's state budget directly (vLLM's --kv-cache-memory-bytes)
         kv_memory = a.quantity("kv_memory", BYTES, None) if a.declares("kv_memory") else None
         memory = self._memory_of(a, a.name("device", required=True)) if kv_memory is None else None
         workspace = a.quantity("workspace", BYTES, sp.Integer(0))
-        fmt = self._format_of(a)
-        dep = self._deployment(a)
+        fmt = self.format_of(a)
+        dep = self.deployment(a)
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
-        block = self._block(a) if a.declares("block") else None
+        block = self.allocator_block(a) if a.declares("block") else None
         weights, states = [], []
         for op in model.ops:
             amount = sp.Add(*[self._stored_bytes(model, fmt, op, w) for w in op.weights])
@@ -44,9 +44,9 @@ class CapacityQueries:
             entries = use.entries
             if block is not None and entries.has(H):
                 entries = sp.ceiling(entries / block) * block
-            frac = store_fraction(self._store_units(model, use.store), dep, use.store, a.loc)
+            frac = store_fraction(self.store_units(model, use.store), dep, use.store, a.loc)
             states.append((use.layers, use.segment, use.mult,
-                           entries * self._store_bytes(model, use.store, fmt) * frac))
+                           entries * self.store_bytes(model, use.store, fmt) * frac))
         free = [memory - w - workspace if kv_memory is None else kv_memory
                 for w in self._per_stage(model, dep, weights, a.loc)]
         per_request = self._per_stage(model, dep, states, a.loc)
@@ -64,9 +64,9 @@ class CapacityQueries:
         if flag in ("true", sp.Integer(1)):
             return
         if flag not in (None, "false", sp.Integer(0)):
-            raise SpecError(f"'ignore_fit=' takes true or false, got {flag}", a._node_loc("ignore_fit"),
+            raise SpecError(f"'ignore_fit=' takes true or false, got {flag}", a.node_loc("ignore_fit"),
                             expected="ignore_fit=true")
-        free, per_request, dep = self._budget(model, a, need_state=False)
+        free, per_request, dep = self.budget(model, a, need_state=False)
         on_device = dep.requests_per_device(batch)
         shorts = [on_device * s.xreplace({H: context}) - f for f, s in zip(free, per_request)]
         if not all(sp.sympify(x).is_number for x in shorts):
@@ -83,13 +83,13 @@ class CapacityQueries:
                             expected="a larger tp/pp/ep, fewer requests or a shorter context; "
                                      "ignore_fit=true to time it anyway")
 
-    def _block(self, a):
+    def allocator_block(self, a):
         a.used.add("block")
         block = a.raw("block")
         if block is None:
             return None
         if not (isinstance(block, sp.Integer) and block >= 1):
-            raise SpecError(f"'block=' takes a positive number of entries, got {block}", a._node_loc("block"),
+            raise SpecError(f"'block=' takes a positive number of entries, got {block}", a.node_loc("block"),
                             expected="block=16")
         return block
 
@@ -97,7 +97,7 @@ class CapacityQueries:
         if a.raw("allocator") is not None:     # a declared engine's paging rules (compiler/query/allocator.py)
             return allocator.b_max(self, model, a)
         a.used.add("H")
-        free, per_request, dep = self._budget(model, a)
+        free, per_request, dep = self.budget(model, a)
         length = a.scenario("H")
         ext = a.check_context(model, length)
         # a budget whose per-request state is zero at this H bounds nothing (f/0 is no count)
@@ -113,7 +113,7 @@ class CapacityQueries:
     def q_h_max(self, model, a):
         if a.raw("allocator") is not None:
             return allocator.h_max(self, model, a)
-        free, per_request, dep = self._budget(model, a)
+        free, per_request, dep = self.budget(model, a)
         batch = a.scenario("B", 1)
         if batch < 1:
             raise SpecError("h_max needs B >= 1", a.loc, expected="B=1 or more")

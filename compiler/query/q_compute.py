@@ -6,7 +6,7 @@ import sympy as sp
 
 from ...dsl.errors import SpecError
 from ...dsl.units import FLOPS, NONE
-from .query_base import _L, PAIRS, Quantity, _settle_conditions
+from .query_base import L_SYMBOL, PAIRS, Quantity, settle_conditions
 from ..schema.patterns import range_sum
 from ..schema.symbols import B, G, P, S
 
@@ -37,9 +37,9 @@ class ComputeQueries:
         ext = a.check_context(model, cached + new + gen - 1)
         total = self._sum(model, "flops", a.filters(), a.loc)
         prefill = total.xreplace({B: batch, S: cached, P: new})
-        step = total.xreplace({P: sp.Integer(1), B: batch}).xreplace({S: _L})
+        step = total.xreplace({P: sp.Integer(1), B: batch}).xreplace({S: L_SYMBOL})
         lo, hi = cached + new, cached + new + gen - 1
-        decode = range_sum(_settle_conditions(step, _L, lo, hi), _L, lo, hi)
+        decode = range_sum(settle_conditions(step, L_SYMBOL, lo, hi), L_SYMBOL, lo, hi)
         return Quantity(prefill + decode, FLOPS, ext)
 
     def q_pairs(self, model, a):

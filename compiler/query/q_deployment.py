@@ -47,7 +47,7 @@ _COMM_COMPONENTS = ("tp", "ep", "pp")
 class DeploymentQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine, and the per-device helpers."""
 
-    def _deployment(self, a, allowed=_DEGREES) -> Deployment:
+    def deployment(self, a, allowed=_DEGREES) -> Deployment:
         degrees = {}
         # a degree the query does not declare (ep= of train_memory) is refused as an unknown argument
         for key in allowed:
@@ -57,21 +57,21 @@ class DeploymentQueries:
                 continue
             if not (isinstance(value, sp.Integer) and value >= 1):
                 raise SpecError(f"'{key}=' takes a positive integer (a parallel degree), got {value}",
-                                a._node_loc(key), expected=f"e.g. {key}=8")
+                                a.node_loc(key), expected=f"e.g. {key}=8")
             degrees[key] = int(value)
-        Deployment(**degrees).check(a._node_loc("ep"))
+        Deployment(**degrees).check(a.node_loc("ep"))
         a.used.add("per_device")
         flag = a.raw("per_device")
         if flag not in (None, "true", "false", sp.Integer(0), sp.Integer(1)):
-            raise SpecError(f"'per_device=' takes true or false, got {flag}", a._node_loc("per_device"),
+            raise SpecError(f"'per_device=' takes true or false, got {flag}", a.node_loc("per_device"),
                             expected="per_device=true")
         return Deployment(**degrees, per_device=flag in ("true", sp.Integer(1)))
 
     def _stage_of(self, model, pp: int, loc) -> dict:
         key = (id(model), "stages", pp)
-        if key not in self._sums:
-            self._sums[key] = stages(model, pp, loc)
-        return self._sums[key]
+        if key not in self.sums:
+            self.sums[key] = stages(model, pp, loc)
+        return self.sums[key]
 
     def _per_stage(self, model, dep: Deployment, terms, loc) -> list:
         """terms: (layers, segment, mult, amount on one device of its stage) -> the sum of each stage."""
@@ -99,7 +99,7 @@ class DeploymentQueries:
         return sp.Add(*per_stage) * dep.tp * dep.dp
 
     # ------------------------------------------------------------ collectives
-    def _collectives(self, model, dep: Deployment, scenario: dict, act_bytes, loc, gpus_per_node=None) -> list:
+    def call_collectives(self, model, dep: Deployment, scenario: dict, act_bytes, loc, gpus_per_node=None) -> list:
         """Every collective of a call on the most loaded device (see the module doc). scenario
         maps B, S, P to the call's values; B counts the whole deployment's requests."""
         batch = scenario[B]
@@ -202,7 +202,7 @@ class DeploymentQueries:
     def _comm_total(self, model, dep: Deployment, scenario, act_bytes, component, loc):
         """The bytes of the most loaded device (per_device) or of every device (else)."""
         picked = _COMM_COMPONENTS if component is None else (component,)
-        colls = [c for c in self._collectives(model, dep, scenario, act_bytes, loc) if c.component in picked]
+        colls = [c for c in self.call_collectives(model, dep, scenario, act_bytes, loc) if c.component in picked]
         total = sp.Integer(0)
         sends = [c.size for c in colls if c.component == "pp"]
         if sends:
@@ -221,14 +221,14 @@ class DeploymentQueries:
             return sp.Integer(2)
         value = value.value if isinstance(value, Quantity) else value
         if not (isinstance(value, sp.Rational) and value > 0):
-            raise SpecError("'act_bytes=' takes bytes per activation element", a._node_loc("act_bytes"),
+            raise SpecError("'act_bytes=' takes bytes per activation element", a.node_loc("act_bytes"),
                             expected="act_bytes=2 (BF16) or act_bytes=1 (FP8)")
         return value
 
     def q_comm_bytes(self, model, a):
         batch, cached, new, _ = self._call_scenario(a)
         ext = a.check_context(model, cached + new)
-        dep = self._deployment(a, ("tp", "pp", "ep", "dp"))
+        dep = self.deployment(a, ("tp", "pp", "ep", "dp"))
         component = a.name("component")
         if component is not None and component not in _COMM_COMPONENTS:
             raise SpecError(f"no communication component '{component}'", a.loc,

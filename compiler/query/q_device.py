@@ -30,7 +30,7 @@ from ...dsl.parser import parse_quantity
 from ...dsl.units import BYTES, NONE, SECONDS, dims_name, unit_of_terms
 from ...dsl.yamlload import load_yaml_file
 from ..deploy.collectives import KINDS, Links
-from .query_base import _BYTE_RATE, _FLOP_RATE, Quantity
+from .query_base import BYTE_RATE, FLOP_RATE, Quantity
 
 _DEFAULT_DTYPES = ("bf16", "fp16")
 _LINKS = ("scale_up", "nvlink", "device", "scale_out", "host")
@@ -70,7 +70,7 @@ class DeviceQueries:
             raise SpecError(f"device '{device}' ({path.name}) gives no 'flops:'", loc,
                             expected="flops: {bf16: 312 TFLOPs/s, ...}, or pass flops= in the query")
         if not hasattr(table, "items"):      # a single figure (the type is not said)
-            return self._device_value(path, table, _FLOP_RATE, "flops 312 TFLOPs/s")
+            return self._device_value(path, table, FLOP_RATE, "flops 312 TFLOPs/s")
         if dtype is None:
             dtype = next((t for t in _DEFAULT_DTYPES if t in table), None)
             if dtype is None:
@@ -79,7 +79,7 @@ class DeviceQueries:
         if dtype not in table:
             raise SpecError(f"device '{device}' gives no {dtype} rate", loc,
                             expected=did_you_mean(dtype, list(table)) + f" (datasheet: {path.name})")
-        return self._device_value(path, table[dtype], _FLOP_RATE, "flops 312 TFLOPs/s")
+        return self._device_value(path, table[dtype], FLOP_RATE, "flops 312 TFLOPs/s")
 
     # values a query may pass instead of the datasheet's (a document's assumption)
     def _memory_of(self, a, device):
@@ -87,11 +87,11 @@ class DeviceQueries:
         return value if value is not None else self._device_field(device, "memory", BYTES, a.loc, "24 GB")
 
     def _bandwidth_of(self, a, device):
-        value = a.quantity("bandwidth", _BYTE_RATE, None)
-        return value if value is not None else self._device_field(device, "bandwidth", _BYTE_RATE, a.loc, "2 TB/s")
+        value = a.quantity("bandwidth", BYTE_RATE, None)
+        return value if value is not None else self._device_field(device, "bandwidth", BYTE_RATE, a.loc, "2 TB/s")
 
     def _flops_of(self, a, device, dtype=None):
-        value = a.quantity("flops", _FLOP_RATE, None)
+        value = a.quantity("flops", FLOP_RATE, None)
         return value if value is not None else self._device_rate(device, dtype or a.name("dtype"), a.loc)
 
     # efficiency=peak (the datasheet, default) or measured (the device file's `measured:` rates,
@@ -99,7 +99,7 @@ class DeviceQueries:
     def _efficiency(self, a):
         which = a.name("efficiency") or "peak"
         if which not in ("peak", "measured"):
-            raise SpecError(f"no efficiency '{which}'", a._node_loc("efficiency"),
+            raise SpecError(f"no efficiency '{which}'", a.node_loc("efficiency"),
                             expected="efficiency=peak (the datasheet) or efficiency=measured (the device's measured rates)")
         return which
 
@@ -123,14 +123,14 @@ class DeviceQueries:
         if dtype not in table:
             raise SpecError(f"device '{device}' gives no measured {dtype} rate", a.loc,
                             expected="dtype= one of " + ", ".join(table) + ", or efficiency=peak")
-        return self._device_value(path, table[dtype], _FLOP_RATE, "flops 788 TFLOPs/s")
+        return self._device_value(path, table[dtype], FLOP_RATE, "flops 788 TFLOPs/s")
 
     def _memory_rate_of(self, a, device):
         """The memory bandwidth a time query applies: bandwidth=, else the measured or datasheet rate."""
         if self._efficiency(a) == "peak" or a.raw("bandwidth") is not None:
             return self._bandwidth_of(a, device)
         path, node = self._measured(device, "bandwidth", a.loc)
-        return self._device_value(path, node, _BYTE_RATE, "bandwidth 4.3 TB/s")
+        return self._device_value(path, node, BYTE_RATE, "bandwidth 4.3 TB/s")
 
     def _optional_field(self, device, field, dims, loc, example):
         path, hw = self._device_file(device, loc)
@@ -141,9 +141,9 @@ class DeviceQueries:
     def _scale_up_of(self, device, loc):
         """The per-direction scale-up rate: scale_up_link:, else half of a legacy `link:`
         (which device files give as both directions added), else None."""
-        value = self._optional_field(device, "scale_up_link", _BYTE_RATE, loc, "450 GB/s")
+        value = self._optional_field(device, "scale_up_link", BYTE_RATE, loc, "450 GB/s")
         if value is None:
-            legacy = self._optional_field(device, "link", _BYTE_RATE, loc, "900 GB/s")
+            legacy = self._optional_field(device, "link", BYTE_RATE, loc, "900 GB/s")
             value = legacy / 2 if legacy is not None else None
         return value
 
@@ -165,14 +165,14 @@ class DeviceQueries:
         value = self._device_value(path, node, SECONDS, f"{field} 3.6 us")
         return {kind: value for kind in KINDS}
 
-    def _links_of(self, a, device) -> Links:
+    def links_of(self, a, device) -> Links:
         """The deployment's links: the device file's, with the query's overrides
         (link_bandwidth= the scale-up rate, scale_out_bandwidth=, latency= every collective's)."""
-        up = a.quantity("link_bandwidth", _BYTE_RATE, None)
-        out = a.quantity("scale_out_bandwidth", _BYTE_RATE, None)
+        up = a.quantity("link_bandwidth", BYTE_RATE, None)
+        out = a.quantity("scale_out_bandwidth", BYTE_RATE, None)
         latency = a.quantity("latency", SECONDS, None)
         up = up if up is not None else self._scale_up_of(device, a.loc)
-        out = out if out is not None else self._optional_field(device, "scale_out_link", _BYTE_RATE, a.loc,
+        out = out if out is not None else self._optional_field(device, "scale_out_link", BYTE_RATE, a.loc,
                                                                "50 GB/s")
         gpn = self._optional_field(device, "gpus_per_node", NONE, a.loc, "8")
         if latency is not None:
@@ -190,10 +190,10 @@ class DeviceQueries:
         return Quantity(self._memory_of(a, a.name("device", required=True)), BYTES)
 
     def q_device_flops(self, model, a):
-        return Quantity(self._flops_of(a, a.name("device", required=True)), _FLOP_RATE)
+        return Quantity(self._flops_of(a, a.name("device", required=True)), FLOP_RATE)
 
     def q_device_bandwidth(self, model, a):
-        return Quantity(self._bandwidth_of(a, a.name("device", required=True)), _BYTE_RATE)
+        return Quantity(self._bandwidth_of(a, a.name("device", required=True)), BYTE_RATE)
 
     def q_device_link(self, model, a):
         """Per direction: the scale-up link (default; nvlink and device are its old names),
@@ -203,13 +203,13 @@ class DeviceQueries:
         if which not in _LINKS:
             raise SpecError(f"no link '{which}'", a.loc, expected=did_you_mean(which, _LINKS))
         if which == "scale_out":
-            value = self._device_field(device, "scale_out_link", _BYTE_RATE, a.loc, "50 GB/s")
+            value = self._device_field(device, "scale_out_link", BYTE_RATE, a.loc, "50 GB/s")
         elif which == "host":
-            value = self._device_field(device, "host_link", _BYTE_RATE, a.loc, "128 GB/s") / 2
+            value = self._device_field(device, "host_link", BYTE_RATE, a.loc, "128 GB/s") / 2
         else:
             value = self._scale_up_of(device, a.loc)
             if value is None:
                 path, _ = self._device_file(device, a.loc)
                 raise SpecError(f"device '{device}' ({path.name}) gives no 'scale_up_link:' (nor a legacy 'link:')",
                                 a.loc, expected=f"scale_up_link: 450 GB/s (per direction) in {path}")
-        return Quantity(value, _BYTE_RATE)
+        return Quantity(value, BYTE_RATE)

@@ -17,7 +17,7 @@ class MemoryQueries:
 
     def q_params(self, model, a):
         filters = a.filters()
-        dep = self._deployment(a)
+        dep = self.deployment(a)
         if dep.trivial and not dep.per_device:
             return Quantity(self._sum_params(model, filters, a.loc), PARAMS)
         group = filters.pop("group", None)
@@ -62,9 +62,9 @@ class MemoryQueries:
         group = filters.pop("group", None)
         per_layer = "layer" in filters
         key = (id(model), "params", group)
-        if key not in self._sums:
-            self._sums[key] = {op.id: op.params(group) for op in model.ops}
-        params = self._sums[key]
+        if key not in self.sums:
+            self.sums[key] = {op.id: op.params(group) for op in model.ops}
+        params = self.sums[key]
         total = sp.Add(*[params[op.id] * (1 if per_layer else op.mult) for op in self._ops(model, filters, loc)])
         if group is not None and total == 0 and group not in {w.group for o in model.ops for w in o.weights}:
             known = {w.group for o in model.ops for w in o.weights} | {"embedding_head", "attention_projection",
@@ -74,9 +74,9 @@ class MemoryQueries:
         return total
 
     def q_weight_bytes(self, model, a):
-        fmt = self._format_of(a)
+        fmt = self.format_of(a)
         group = a.name("group")
-        dep = self._deployment(a)
+        dep = self.deployment(a)
         if dep.trivial and not dep.per_device:
             total = sp.Integer(0)
             for op in model.ops:
@@ -114,7 +114,7 @@ class MemoryQueries:
             frac = weight_fraction(op, dep, loc) if not dep.trivial else 1
             for w in op.weights:
                 if op.lookup:      # a table is read by row; schemes quantize matrices, never tables
-                    bpp = self._bytes_per_param(model, fmt, w.group)
+                    bpp = self.bytes_per_param(model, fmt, w.group)
                     rows_read += rows_of(op.lookup_rows, True) * w.shape[-1] * bpp
                     continue
                 stored = self._stored_bytes(model, fmt, op, w)
@@ -138,6 +138,6 @@ class MemoryQueries:
 
     def q_weight_read_bytes(self, model, a):
         batch = a.scenario("B", 1)
-        dep = self._deployment(a)
-        shared, _ = self._weight_reads(model, self._format_of(a), batch, False, dep, a.loc)
+        dep = self.deployment(a)
+        shared, _ = self._weight_reads(model, self.format_of(a), batch, False, dep, a.loc)
         return Quantity(shared, BYTES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from ...dsl.units import BYTES, TOKENS, combine
-from .query_base import _L, _FAR, _SPAN, Quantity, _settle_conditions
+from .query_base import L_SYMBOL, FAR, SPAN, Quantity, settle_conditions
 from ..schema.patterns import range_sum
 from ..deploy.sharding import store_fraction
 from ..schema.symbols import B, H
@@ -23,29 +23,29 @@ class StateQueries:
         terms = []
         for use in uses:
             if use.store in stores:
-                frac = store_fraction(self._store_units(model, use.store), dep, use.store, loc)
+                frac = store_fraction(self.store_units(model, use.store), dep, use.store, loc)
                 terms.append((use.layers, use.segment, use.mult,
-                              use.entries * self._store_bytes(model, use.store, fmt) * frac))
+                              use.entries * self.store_bytes(model, use.store, fmt) * frac))
         per_stage = self._per_stage(model, dep, terms, loc)
         if dep.per_device:
             return per_stage[0] if len(per_stage) == 1 else sp.Max(*per_stage)
         return sp.Add(*per_stage) * dep.tp
 
-    def _store_units(self, model, store):
+    def store_units(self, model, store):
         shard = self.spec.stores[store].shard
-        return shard if shard in (None, "replicated") else self._constant(model, shard)
+        return shard if shard in (None, "replicated") else self.constant(model, shard)
 
     def _requests_on(self, batch, dep):
         """Requests whose state one device holds (per_device), else all of them."""
         return dep.requests_per_device(batch) if dep.per_device else batch
 
     def q_kv_bytes_per_token(self, model, a):
-        fmt = self._format_of(a)
+        fmt = self.format_of(a)
         stores = self._stores(a.name("component") or ("kv" if self._has_tag("kv") else None), a.loc)
-        expr = self._request_state(model, model.states, fmt, stores, self._deployment(a), a.loc)
-        slope = (expr.xreplace({H: _FAR + _SPAN}) - expr.xreplace({H: _FAR})) / _SPAN
+        expr = self._request_state(model, model.states, fmt, stores, self.deployment(a), a.loc)
+        slope = (expr.xreplace({H: FAR + SPAN}) - expr.xreplace({H: FAR})) / SPAN
         # the slope of a state that grows by floor(H/r) steps is exact at a multiple
-        # of every ratio (_FAR, _SPAN); it is already a rational, nothing to guess
+        # of every ratio (FAR, SPAN); it is already a rational, nothing to guess
         return Quantity(sp.simplify(slope) if not slope.is_Rational else slope, combine(BYTES, TOKENS, -1))
 
     def _has_tag(self, tag):
@@ -58,17 +58,17 @@ class StateQueries:
             return allocator.state_bytes(self, model, a)
         length, batch = a.scenario("H"), a.scenario("B", 1)
         ext = a.check_context(model, length)
-        fmt = self._format_of(a)
-        dep = self._deployment(a)
+        fmt = self.format_of(a)
+        dep = self.deployment(a)
         expr = self._request_state(model, model.states, fmt, self._stores(a.name("component"), a.loc), dep, a.loc)
         return Quantity(self._requests_on(batch, dep) * expr.xreplace({H: length}), BYTES, ext)
 
     def q_decode_read_bytes(self, model, a):
         length, batch = a.scenario("H"), a.scenario("B", 1)
         ext = a.check_context(model, length)   # a snapshot read at length H, like state_bytes
-        fmt = self._format_of(a)
+        fmt = self.format_of(a)
         component = a.name("component")
-        dep = self._deployment(a)
+        dep = self.deployment(a)
         total = sp.Integer(0)
         if component in (None, "weights", "lookup"):
             shared, rows = self._weight_reads(model, fmt, batch, True, dep, a.loc)
@@ -85,7 +85,7 @@ class StateQueries:
         rewritten whole); a spec that declares none writes what its state grows by."""
         length, batch = a.scenario("H"), a.scenario("B", 1)
         ext = a.check_context(model, length + 1)
-        fmt = self._format_of(a)
+        fmt = self.format_of(a)
         stores = self._stores(a.name("component"), a.loc)
         if model.writes:
             per_step = self._state_expr(model, model.writes, fmt, stores).xreplace({H: length})
@@ -97,8 +97,8 @@ class StateQueries:
     def q_request_read_bytes(self, model, a):
         batch, cached, new, gen = self._call_scenario(a, need_g=True)
         ext = a.check_context(model, cached + new + gen - 1)
-        fmt = self._format_of(a)
+        fmt = self.format_of(a)
         per_step = self._state_expr(model, model.reads, fmt, self._stores(a.name("component"), a.loc))
         lo, hi = cached + new, cached + new + gen - 1
-        total = range_sum(_settle_conditions(per_step.xreplace({H: _L}), _L, lo, hi), _L, lo, hi)
+        total = range_sum(settle_conditions(per_step.xreplace({H: L_SYMBOL}), L_SYMBOL, lo, hi), L_SYMBOL, lo, hi)
         return Quantity(batch * total, BYTES, ext)

@@ -84,7 +84,7 @@ def _flag(a, key) -> bool:
         return False
     if value in ("true", sp.Integer(1)):
         return True
-    raise SpecError(f"'{key}=' takes true or false, got {value}", a._node_loc(key), expected=f"{key}=true")
+    raise SpecError(f"'{key}=' takes true or false, got {value}", a.node_loc(key), expected=f"{key}=true")
 
 
 def _fraction(a, key):
@@ -93,7 +93,7 @@ def _fraction(a, key):
     if value is None:
         return sp.Integer(1)
     if not (isinstance(value, sp.Rational) and 0 < value <= 1):
-        raise SpecError(f"'{key}=' takes a fraction of the peak in (0, 1], got {value}", a._node_loc(key),
+        raise SpecError(f"'{key}=' takes a fraction of the peak in (0, 1], got {value}", a.node_loc(key),
                         expected=f"e.g. {key}=0.5")
     return value
 
@@ -112,9 +112,9 @@ class TimeQueries:
         experts: those the parts' rows together can touch), and each collective moves the
         parts' rows together at one latency."""
         device = a.name("device", required=True)
-        dep = self._deployment(a, ("tp", "pp", "ep", "dp"))
+        dep = self.deployment(a, ("tp", "pp", "ep", "dp"))
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
-        fmt = self._format_of(a)
+        fmt = self.format_of(a)
         dtype, self.last_compute = self._compute_dtype(a, fmt, device)
         peak = self._peak_of(a, device, dtype) * _fraction(a, "mfu")
         bandwidth = self._memory_rate_of(a, device) * _fraction(a, "mbu")
@@ -172,8 +172,8 @@ class TimeQueries:
         parts' rows travel together (sizes add, one latency)."""
         if (dep.tp, dep.pp, dep.dp) == (1, 1, 1):
             return sp.Integer(0)
-        links = self._links_of(a, device)
-        per_part = [self._collectives(model, dep, sc, act_bytes, a.loc, links.gpus_per_node) for sc in scenarios]
+        links = self.links_of(a, device)
+        per_part = [self.call_collectives(model, dep, sc, act_bytes, a.loc, links.gpus_per_node) for sc in scenarios]
         colls = per_part[0]
         for other in per_part[1:]:
             colls = [dataclasses.replace(c, size=c.size + o.size) for c, o in zip(colls, other)]
@@ -207,9 +207,9 @@ class TimeQueries:
         out = {}
 
         def add(use, amount):
-            frac = store_fraction(self._store_units(model, use.store), dep, use.store, loc)
+            frac = store_fraction(self.store_units(model, use.store), dep, use.store, loc)
             key = (use.block or use.segment, use.store)
-            out[key] = out.get(key, 0) + on_device * use.mult * amount * self._store_bytes(model, use.store, fmt) * frac
+            out[key] = out.get(key, 0) + on_device * use.mult * amount * self.store_bytes(model, use.store, fmt) * frac
 
         for use in model.reads:
             add(use, use.entries.xreplace({H: cached}))
@@ -226,7 +226,7 @@ class TimeQueries:
         if (dep.tp, dep.pp, dep.dp) == (1, 1, 1):
             return sp.Integer(0)
         return sp.Add(*[c.mult * bytes_moved(c, None, loc)
-                        for c in self._collectives(model, dep, scenario, act_bytes, loc)])
+                        for c in self.call_collectives(model, dep, scenario, act_bytes, loc)])
 
     def _call_seconds(self, model, a, batch, cached, new):
         return self._step_seconds(model, a, [(batch, cached, new)])
@@ -267,7 +267,7 @@ class TimeQueries:
         budget = a.raw("max_num_batched_tokens")
         if budget is not None and not (isinstance(budget, sp.Integer) and budget >= 1):
             raise SpecError(f"'max_num_batched_tokens=' takes a positive number of tokens, got {budget}",
-                            a._node_loc("max_num_batched_tokens"), expected="max_num_batched_tokens=8192")
+                            a.node_loc("max_num_batched_tokens"), expected="max_num_batched_tokens=8192")
         context = new if others == 0 else sp.Max(new, length + 1)
         ext = a.check_context(model, new)
         if others != 0:
@@ -279,11 +279,11 @@ class TimeQueries:
             seconds = self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(0), new)] + decode)
             return Quantity(seconds, SECONDS, ext, note=self.last_compute)
         # each dp group schedules its own steps: the budget serves that group's decode rows
-        rows_beside = self._deployment(a, ("tp", "pp", "ep", "dp")).requests_per_device(others)
+        rows_beside = self.deployment(a, ("tp", "pp", "ep", "dp")).requests_per_device(others)
         chunk = budget - rows_beside
         if chunk < 1:
             raise SpecError(f"max_num_batched_tokens={budget} leaves no room for a prefill chunk beside "
-                            f"{rows_beside} decode rows", a._node_loc("max_num_batched_tokens"),
+                            f"{rows_beside} decode rows", a.node_loc("max_num_batched_tokens"),
                             expected=f"max_num_batched_tokens > {rows_beside}, the decode rows of a dp group")
         if not isinstance(new, sp.Integer):
             raise SpecError("chunked prefill needs a concrete P", a.loc, expected="P=<integer>")
@@ -324,25 +324,25 @@ class TimeQueries:
         the deployment (tp, pp, dp, ep); dp=None keeps the explorer's older reading of ep, ep
         attention-data-parallel ranks (dp = ep). rows=False answers "comm" and "collectives"
         alone (no "call", "step")."""
-        from .query_base import _BYTE_RATE, _FLOP_RATE, _Args
+        from .query_base import BYTE_RATE, FLOP_RATE, QueryArgs
 
         dp = ep if dp is None else dp
         model = self.model(dict(choices))
         dep = Deployment(tp, pp, ep, dp, per_device=True).check(None)
         scenario = {B: B, S: S, P: P}
-        colls = self._collectives(model, dep, scenario, sp.Integer(act_bytes), None) \
+        colls = self.call_collectives(model, dep, scenario, sp.Integer(act_bytes), None) \
             if (tp, pp, dp) != (1, 1, 1) else []
         comm = {"comm": sp.Add(*[c.mult * bytes_moved(c, None, None) for c in colls]),
                 "collectives": sum(c.mult for c in colls)}
         if not rows:
             return comm
-        unit_rate = {"flops": Quantity(sp.Integer(1), _FLOP_RATE), "bandwidth": Quantity(sp.Integer(1), _BYTE_RATE)}
+        unit_rate = {"flops": Quantity(sp.Integer(1), FLOP_RATE), "bandwidth": Quantity(sp.Integer(1), BYTE_RATE)}
         values = {"device": "<rates given>", **unit_rate, "tp": sp.Integer(tp), "pp": sp.Integer(pp),
                   "ep": sp.Integer(ep), "dp": sp.Integer(dp),
                   "act_bytes": sp.Integer(act_bytes) if act_bytes != 2 else None}
         if fmt is not None:
             values["format"] = fmt
-        args = _Args({k: v for k, v in values.items() if v is not None}, None, self, {"symbolic_ok": True})
+        args = QueryArgs({k: v for k, v in values.items() if v is not None}, None, self, {"symbolic_ok": True})
         # with rates of 1 FLOP/s and 1 B/s, a row's seconds are its FLOPs and bytes
         call_rows, _, _ = self.roofline_step(model, args, [(B, S, P)], with_comm=False)
         call = [(r.name, r.flops, r.bytes) for r in call_rows]

@@ -34,7 +34,7 @@ from .q_state import StateQueries
 from .q_structure import StructureQueries
 from .q_time import TimeQueries
 from ..schema.symbols import model_env  # noqa: F401
-from .query_base import PAIRS, Quantity, _Args  # noqa: F401  (re-exported: other modules import them from here)
+from .query_base import PAIRS, Quantity, QueryArgs  # noqa: F401  (re-exported: other modules import them from here)
 from .query_registry import ARGUMENT_NAMES, REGISTRY, SPECIAL_FORMS, unknown_argument_hint
 from ..schema.spec import Spec
 from ..schema.symbols import SCENARIO
@@ -65,8 +65,8 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
     def __init__(self, spec: Spec):
         self.spec = spec
         self._models: dict = {}
-        self._sums: dict = {}
-        self._siblings: dict = {}
+        self.sums: dict = {}
+        self.siblings: dict = {}
 
     @classmethod
     def shared(cls, spec: Spec) -> "QueryEngine":
@@ -122,13 +122,13 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
 
     def _sum(self, model: Model, what: str, filters: dict, loc) -> sp.Expr:
         key = (id(model), what, tuple(sorted(filters.items())))
-        if key not in self._sums:
+        if key not in self.sums:
             per_layer = "layer" in filters
             # one Add of all terms: adding one by one re-flattens the sum every time
             terms = [getattr(op, what) if per_layer else op.mult * getattr(op, what)
                      for op in self._ops(model, filters, loc)]
-            self._sums[key] = sp.Add(*terms)
-        return self._sums[key]
+            self.sums[key] = sp.Add(*terms)
+        return self.sums[key]
 
     # ------------------------------------------------------------ formats and stores
     def _format(self, fmt, loc) -> str:
@@ -137,7 +137,7 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
             raise SpecError(f"unknown format '{fmt}'", loc, expected=did_you_mean(fmt, self.spec.formats))
         return fmt
 
-    def _format_of(self, a):
+    def format_of(self, a):
         """The call's format with its weights=/kv=/compute= knobs (compiler/deploy/schemes.py)."""
         return schemes.choose(self, a)
 
@@ -145,22 +145,22 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         """Bytes of one weight of an op in the format (a weight scheme counts codes, scales, zeros)."""
         return schemes.weight_bytes(self, model, fmt, op, weight)
 
-    def _bytes_per_param(self, model: Model, fmt: str, group: str) -> sp.Expr:
+    def bytes_per_param(self, model: Model, fmt: str, group: str) -> sp.Expr:
         weights = self.spec.formats[fmt].weights
         node = weights.get(group) or weights.get("default")
         if node is None:
             raise SpecError(f"format '{fmt}' gives no bytes per parameter for group '{group}'",
                             self.spec.formats[fmt].loc, expected="a 'default:' entry under weights")
-        return self._constant(model, node)
+        return self.constant(model, node)
 
-    def _constant(self, model: Model, node) -> sp.Expr:
+    def constant(self, model: Model, node) -> sp.Expr:
         """A spec expression in the model's dimensions (bytes per parameter or entry), evaluated once."""
         key = (id(model), id(node))
-        if key not in self._sums:
-            self._sums[key] = Evaluator(model_env(model), what="name")(node)
-        return self._sums[key]
+        if key not in self.sums:
+            self.sums[key] = Evaluator(model_env(model), what="name")(node)
+        return self.sums[key]
 
-    def _store_bytes(self, model: Model, store: str, fmt: str) -> sp.Expr:
+    def store_bytes(self, model: Model, store: str, fmt: str) -> sp.Expr:
         sdef = self.spec.stores[store]
         node = sdef.bytes.get(fmt) or sdef.bytes.get("default")
         if node is None:
@@ -179,7 +179,7 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         return picked
 
     def _state_expr(self, model: Model, uses: list, fmt: str, stores: list) -> sp.Expr:
-        return sp.Add(*[use.mult * use.entries * self._store_bytes(model, use.store, fmt)
+        return sp.Add(*[use.mult * use.entries * self.store_bytes(model, use.store, fmt)
                         for use in uses if use.store in stores])
 
     def _hardware_path(self, device: str, loc) -> Path:
@@ -190,11 +190,11 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         from ...dsl.search_path import spec_file
         from ..schema.spec import load_spec
 
-        if name not in self._siblings:
+        if name not in self.siblings:
             # next to this spec, then on --path/SPECC_PATH, then among the shipped specs
             path = spec_file(name, self.spec.path, loc)
-            self._siblings[name] = _ENGINES[path][1] if path in _ENGINES else QueryEngine.shared(load_spec(path))
-        return self._siblings[name]
+            self.siblings[name] = _ENGINES[path][1] if path in _ENGINES else QueryEngine.shared(load_spec(path))
+        return self.siblings[name]
 
     # ------------------------------------------------------------ evaluation of query expressions
     def evaluate(self, node: ast.Node, symbolic_ok: bool = False) -> Quantity:
@@ -351,7 +351,7 @@ class _QueryEvaluator:
                 if values[kw.name].dims == NONE and kw.name not in ("workspace",):
                     values[kw.name] = values[kw.name].value
         _check_declared(node, values)
-        args = _Args(values, node.loc, engine, {"symbolic_ok": self.symbolic_ok}, nodes, QUERIES[node.func])
+        args = QueryArgs(values, node.loc, engine, {"symbolic_ok": self.symbolic_ok}, nodes, QUERIES[node.func])
         model = engine.model(choices, overrides)
         try:
             result = getattr(engine, "q_" + node.func)(model, args)

@@ -1,5 +1,5 @@
 """What every query family shares: the Quantity a query returns, the checked
-keyword arguments of a call (_Args), the environment of a model's dimensions and
+keyword arguments of a call (QueryArgs), the environment of a model's dimensions and
 the helpers that sum over decode steps. Imports no query module, so every family
 module (and training.py) can import it without a cycle."""
 
@@ -18,10 +18,10 @@ from ..schema.symbols import SCENARIO
 
 PAIRS = NONE
 # a positive stand-in for the context length while summing over decode steps
-_L = sp.Symbol("L", integer=True, positive=True)
+L_SYMBOL = sp.Symbol("L", integer=True, positive=True)
 # slope of eventually-linear entry counts: measured far beyond any cap over a span
 # divisible by every compression ratio up to 64 and every power of two up to 2^20
-_FAR, _SPAN = sp.Integer(10) ** 18, sp.Integer(2) ** 20 * sp.ilcm(*range(1, 65))
+FAR, SPAN = sp.Integer(10) ** 18, sp.Integer(2) ** 20 * sp.ilcm(*range(1, 65))
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ class Quantity:
 
 
 
-_FLOP_RATE = combine(FLOPS, SECONDS, -1)
-_BYTE_RATE = combine(BYTES, SECONDS, -1)
+FLOP_RATE = combine(FLOPS, SECONDS, -1)
+BYTE_RATE = combine(BYTES, SECONDS, -1)
 
 
 def _nondecreasing(expr, var) -> bool:
@@ -70,7 +70,7 @@ def _nondecreasing(expr, var) -> bool:
     return False
 
 
-def _settle_conditions(expr, var, lo, hi):
+def settle_conditions(expr, var, lo, hi):
     """Over var in [lo, hi) with concrete bounds, decide conditions such as
     `floor((var+1)/r) > 0` that are monotone in var and agree at both ends, so the
     sum over decode steps has a closed form."""
@@ -109,7 +109,7 @@ class _Read(set):
         super().add(key)
 
 
-class _Args:
+class QueryArgs:
     """A query call's keyword arguments, with typed, checked accessors. With the
     query's declaration (compiler/query/query_registry.py), only its parameters can be read."""
 
@@ -132,7 +132,7 @@ class _Args:
         """Whether this query takes `key` (code shared by several queries reads only those)."""
         return self.used.declared is None or key in self.used.declared
 
-    def _node_loc(self, key):
+    def node_loc(self, key):
         node = self.nodes.get(key)
         return node.loc if node is not None else self.loc
 
@@ -144,7 +144,7 @@ class _Args:
                 raise SpecError(f"missing argument '{key}='", self.loc, expected=f"{key}=<name>")
             return None
         if not isinstance(value, str):
-            raise SpecError(f"'{key}=' takes a name, got {value}", self._node_loc(key), expected="a plain name")
+            raise SpecError(f"'{key}=' takes a name, got {value}", self.node_loc(key), expected="a plain name")
         return value
 
     def scenario(self, key, default=None):
@@ -157,14 +157,14 @@ class _Args:
         if isinstance(value, str):
             if value == key and self.evaluators.get("symbolic_ok"):
                 return SCENARIO[key]
-            raise SpecError(f"'{key}=' takes a non-negative integer, got '{value}'", self._node_loc(key),
+            raise SpecError(f"'{key}=' takes a non-negative integer, got '{value}'", self.node_loc(key),
                             expected="an integer (or the bare symbol with --symbolic)")
         if isinstance(value, Quantity):
             if value.dims not in (NONE, TOKENS):
-                raise SpecError(f"'{key}=' takes a count, got {dims_name(value.dims)}", self._node_loc(key))
+                raise SpecError(f"'{key}=' takes a count, got {dims_name(value.dims)}", self.node_loc(key))
             value = value.value
         if not (isinstance(value, sp.Integer) and value >= 0):
-            raise SpecError(f"'{key}=' takes a non-negative integer, got {value}", self._node_loc(key),
+            raise SpecError(f"'{key}=' takes a non-negative integer, got {value}", self.node_loc(key),
                             expected="an integer >= 0")
         return value
 
@@ -174,7 +174,7 @@ class _Args:
         if value is None:
             return default
         if not isinstance(value, Quantity) or (value.dims != dims and not (value.value == 0)):
-            raise SpecError(f"'{key}=' takes {dims_name(dims)}, e.g. 2 GiB", self._node_loc(key),
+            raise SpecError(f"'{key}=' takes {dims_name(dims)}, e.g. 2 GiB", self.node_loc(key),
                             expected="a number with a unit")
         return value.value
 
@@ -188,7 +188,7 @@ class _Args:
             layer = self.values["layer"]
             layer = layer.value if isinstance(layer, Quantity) else layer
             if not isinstance(layer, sp.Integer):
-                raise SpecError("'layer=' takes a layer index", self._node_loc("layer"), expected="an integer")
+                raise SpecError("'layer=' takes a layer index", self.node_loc("layer"), expected="an integer")
             out["layer"] = int(layer)
         return out
 

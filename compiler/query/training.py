@@ -176,7 +176,7 @@ class TrainingQueries:
         if value is None:
             return 0
         if value not in (sp.Integer(0), sp.Integer(1), sp.Integer(2), sp.Integer(3)):
-            raise SpecError(f"'zero=' takes a ZeRO stage 0, 1, 2 or 3, got {value}", a._node_loc("zero"),
+            raise SpecError(f"'zero=' takes a ZeRO stage 0, 1, 2 or 3, got {value}", a.node_loc("zero"),
                             expected="zero=1 (optimizer states), 2 (+ gradients) or 3 (+ weights)")
         return int(value)
 
@@ -207,10 +207,10 @@ class TrainingQueries:
         tr = self._training()
         convention = a.name("convention")
         if convention is not None and convention not in CONVENTIONS:
-            raise SpecError(f"no training convention '{convention}'", a._node_loc("convention"),
+            raise SpecError(f"no training convention '{convention}'", a.node_loc("convention"),
                             expected=did_you_mean(convention, CONVENTIONS))
         if convention is not None and a.raw("precision") is not None:
-            raise SpecError(f"convention={convention} fixes the precision recipe", a._node_loc("precision"),
+            raise SpecError(f"convention={convention} fixes the precision recipe", a.node_loc("precision"),
                             expected="precision= or convention=, not both")
         prec_name = a.name("precision") or ("megatron" if convention == "megatron" else "mixed")
         opt_name = a.name("optimizer") or "adam"
@@ -230,7 +230,7 @@ class TrainingQueries:
             "optimizer": ({"master"} & set(precision)) | set(optimizer),
             "moments": set(optimizer),
         }.get(component, {component})
-        raw = self._deployment(a, ("tp", "pp", "dp"))
+        raw = self.deployment(a, ("tp", "pp", "dp"))
         dep = Deployment(raw.tp, raw.pp, 1, raw.dp, raw.per_device, experts_over_dp=False)
         zero = self._zero(a)
         if not dep.per_device and (zero or not dep.trivial):
@@ -275,11 +275,11 @@ class TrainingQueries:
         4·n + int(16·n/dp); zero=3 int(18·n/dp) + 4·largest layer."""
         if component not in (None, "static", "activations"):
             raise SpecError("convention=deepspeed sizes the model states as one sum, as its estimators do",
-                            a._node_loc("component"), expected="component=static or component=activations")
+                            a.node_loc("component"), expected="component=static or component=activations")
         if "activations" in picked and len(picked) == 1:
             return sp.Integer(0)
         if zero == 0:
-            raise SpecError("DeepSpeed's estimators size ZeRO stages 1 to 3", a._node_loc("convention"),
+            raise SpecError("DeepSpeed's estimators size ZeRO stages 1 to 3", a.node_loc("convention"),
                             expected="zero=1, 2 or 3 with convention=deepspeed")
         if zero == 3:
             return sp.floor(18 * n_params / dep.dp) + 4 * self._largest_layer(model, dep, a.loc)

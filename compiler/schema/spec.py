@@ -254,7 +254,7 @@ def allowed_import(path) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
-def _load_library(path: Path, blocks: dict, elementwise: set, seen: set):
+def load_library(path: Path, blocks: dict, elementwise: set, seen: set):
     path = path.resolve()
     if not seen:   # a library loaded on its own (the block reference): its folder is the tree
         _TREE[:] = [path.parent, path]
@@ -279,7 +279,7 @@ def _collect_common(raw: Map, path: Path, blocks: dict, elementwise: set, seen: 
             raise SpecError(f"the spec imports itself ('{imp}')", imp.loc, span=len(imp),
                             expected="library files (blocks, elementwise), not the spec")
         try:
-            _load_library(target, blocks, elementwise, seen)
+            load_library(target, blocks, elementwise, seen)
         except SpecError as exc:
             if exc.loc is None or exc.loc.file != str(target) or exc.loc.line != 1 or exc.loc.col != 1:
                 raise
@@ -403,7 +403,7 @@ def _pipeline_section(raw) -> dict:
     return out
 
 
-def _claims_file(spec_path: Path, node) -> str:
+def claims_file(spec_path: Path, node) -> str:
     """A claims_files entry, checked where the spec names it: inside the spec's tree, an existing file."""
     from ...dsl.search_path import roots as search_roots
 
@@ -578,7 +578,7 @@ def load_spec(path: str | Path) -> Spec:
         op_stages = {str(k): str(text(v, "stage")) for k, v in (item.get("op_stages") or {}).items()}
         stack.append(Segment(str(seg_name), block, layers, bindings, start, stage, item.loc, seg_state, op_stages))
 
-    claims_files = [_claims_file(path, c) for c in seq(raw["claims_files"], "claims_files")] \
+    claims_files = [claims_file(path, c) for c in seq(raw["claims_files"], "claims_files")] \
         if "claims_files" in raw else []
     spec = Spec(str(path), str(text(raw["model"], "model", raw.key_loc("model"))), opt_text(raw, "source", "the spec"), opt_text(raw, "description", "the spec"),
                 dims, parse_expr(text(raw["max_context"], "max_context", raw.key_loc("max_context"))) if "max_context" in raw else None,
