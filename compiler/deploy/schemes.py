@@ -197,25 +197,25 @@ def kv_scheme(name: str, loc) -> KVScheme:
 
 
 # ------------------------------------------------------------------ applied to a spec
-def choose(engine, a) -> FormatChoice:
+def choose(engine, args) -> FormatChoice:
     """The format of a query call: the spec format (format=, else its default) with the
     weights=/kv=/compute= knobs, each defaulting to what the spec format names."""
-    fmt = a.name("format") or engine.spec.default_format
+    fmt = args.name("format") or engine.spec.default_format
     if fmt not in engine.spec.formats:
-        raise SpecError(f"unknown format '{fmt}'", a.node_loc("format") if a.raw("format") else a.loc,
+        raise SpecError(f"unknown format '{fmt}'", args.node_loc("format") if args.raw("format") else args.loc,
                         expected=did_you_mean(fmt, engine.spec.formats))
     fdef = engine.spec.formats[fmt]
     # a query takes the knobs that change its answer (weight_bytes no kv=, kv_bytes_per_token no weights=)
-    w_name = a.name("weights") if a.declares("weights") else None
-    kv_name = a.name("kv") if a.declares("kv") else None
-    w_loc = a.node_loc("weights") if w_name else getattr(fdef, "loc", None)
-    kv_loc = a.node_loc("kv") if kv_name else getattr(fdef, "loc", None)
+    w_name = args.name("weights") if args.declares("weights") else None
+    kv_name = args.name("kv") if args.declares("kv") else None
+    w_loc = args.node_loc("weights") if w_name else getattr(fdef, "loc", None)
+    kv_loc = args.node_loc("kv") if kv_name else getattr(fdef, "loc", None)
     w_name = w_name or getattr(fdef, "scheme", None)
     kv_name = kv_name or getattr(fdef, "kv", None)
     weights = weight_scheme(str(w_name), w_loc) if w_name else None
     kv = kv_scheme(str(kv_name), kv_loc) if kv_name else None
-    compute = a.name("compute") if a.declares("compute") else None
-    return FormatChoice(fmt, weights, kv, compute, kv_loc if a.declares("kv") and a.raw("kv") else a.loc)
+    compute = args.name("compute") if args.declares("compute") else None
+    return FormatChoice(fmt, weights, kv, compute, kv_loc if args.declares("kv") and args.raw("kv") else args.loc)
 
 
 def compute_dtype(fmt) -> tuple[str | None, str]:

@@ -205,41 +205,41 @@ def lay_out(specs: list, block: int) -> Pool:
 class VllmCapacity:
     """b_max / h_max under allocator=vllm for one engine call."""
 
-    def __init__(self, engine, model, a, budget: bool = True):
-        a.used.update({"allocator", "kv_memory", "max_num_batched_tokens", "block"})
-        name = a.name("allocator")
+    def __init__(self, engine, model, args, budget: bool = True):
+        args.used.update({"allocator", "kv_memory", "max_num_batched_tokens", "block"})
+        name = args.name("allocator")
         if name not in ALLOCATORS:
-            raise SpecError(f"unknown allocator '{name}'", a.node_loc("allocator"), span=len(name),
+            raise SpecError(f"unknown allocator '{name}'", args.node_loc("allocator"), span=len(name),
                             expected="allocator=vllm")
-        self.a = a
-        dep = engine.deployment(a)
+        self.a = args
+        dep = engine.deployment(args)
         self.dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
         if self.dep.pp > 1:
             raise SpecError("allocator=vllm with pp > 1 is not modelled (vLLM sizes each stage's pool and keeps "
-                            "the smallest)", a.loc, expected="pp=1")
-        fmt = engine.format_of(a)
-        memory = a.quantity("kv_memory", BYTES, None) if budget else 0
+                            "the smallest)", args.loc, expected="pp=1")
+        fmt = engine.format_of(args)
+        memory = args.quantity("kv_memory", BYTES, None) if budget else 0
         if memory is None:
-            if a.raw("device") is None and a.raw("memory") is None:
+            if args.raw("device") is None and args.raw("memory") is None:
                 raise SpecError("allocator=vllm needs the KV cache's memory: kv_memory= (vLLM's "
-                                "--kv-cache-memory-bytes) or device=", a.loc, expected="kv_memory=40 GiB")
-            free, _, _ = engine.budget(model, a)
+                                "--kv-cache-memory-bytes) or device=", args.loc, expected="kv_memory=40 GiB")
+            free, _, _ = engine.budget(model, args)
             memory = free[0]
         if not sp.sympify(memory).is_Integer:
             memory = sp.floor(memory)
         self.memory = int(memory)
-        block = engine.allocator_block(a)
+        block = engine.allocator_block(args)
         scheme_block = getattr(getattr(fmt, "kv", None), "block", None)   # e.g. fp8_ds_mla's 64
         self.block = int(block) if block is not None else scheme_block or DEFAULT_BLOCK
-        self.batched = int(_count(a, "max_num_batched_tokens", DEFAULT_BATCHED_TOKENS))
-        specs = layer_specs(engine, model, fmt, self.dep, a.loc)
+        self.batched = int(_count(args, "max_num_batched_tokens", DEFAULT_BATCHED_TOKENS))
+        specs = layer_specs(engine, model, fmt, self.dep, args.loc)
         if not specs:
-            raise SpecError(f"{engine.spec.model} keeps no per-request state, so capacity has no bound", a.loc,
+            raise SpecError(f"{engine.spec.model} keeps no per-request state, so capacity has no bound", args.loc,
                             expected="a spec that declares state stores (state: in its stack)")
         try:
             self.pool = lay_out(specs, self.block)
         except ValueError as exc:
-            raise SpecError(f"allocator=vllm cannot lay out this model's pages: {exc}", a.loc,
+            raise SpecError(f"allocator=vllm cannot lay out this model's pages: {exc}", args.loc,
                             expected="layers whose pages vLLM can unify") from None
         # rule 5: one block is the null block
         self.usable = self.pool.blocks(self.memory) - 1
@@ -248,48 +248,48 @@ class VllmCapacity:
         return batch * self.pool.request_blocks(length, self.batched) <= self.usable
 
 
-def _count(a, key, default):
-    a.used.add(key)
-    value = a.raw(key)
+def _count(args, key, default):
+    args.used.add(key)
+    value = args.raw(key)
     if value is None:
         return default
     value = value.value if isinstance(value, Quantity) else value
     if not (isinstance(value, sp.Integer) and value >= 1):
-        raise SpecError(f"'{key}=' takes a positive number of tokens, got {value}", a.node_loc(key),
+        raise SpecError(f"'{key}=' takes a positive number of tokens, got {value}", args.node_loc(key),
                         expected=f"{key}={default}")
     return value
 
 
-def _number(a, key, default=None):
+def _number(args, key, default=None):
     """A scenario argument as a number: the pool is whole blocks, so there is no closed form."""
-    value = a.scenario(key, default)
+    value = args.scenario(key, default)
     if not isinstance(value, sp.Integer):
-        raise SpecError(f"allocator=vllm counts whole blocks for a given {key}, not for a symbol", a.node_loc(key),
+        raise SpecError(f"allocator=vllm counts whole blocks for a given {key}, not for a symbol", args.node_loc(key),
                         expected=f"{key}=<integer>, or no allocator= for a closed form")
     return value
 
 
-def b_max(engine, model, a) -> Quantity:
-    cap = VllmCapacity(engine, model, a)
-    length = _number(a, "H")
-    ext = a.check_context(model, length)
+def b_max(engine, model, args) -> Quantity:
+    cap = VllmCapacity(engine, model, args)
+    length = _number(args, "H")
+    ext = args.check_context(model, length)
     if length < 1:
-        raise SpecError("b_max with allocator=vllm needs H >= 1", a.loc, expected="H=1 or more")
+        raise SpecError("b_max with allocator=vllm needs H >= 1", args.loc, expected="H=1 or more")
     per_request = cap.pool.request_blocks(int(length), cap.batched)
     fits = max(0, cap.usable) // per_request
     return Quantity(sp.Integer(cap.dep.dp * fits), NONE, ext)   # each dp group holds its own requests
 
 
-def h_max(engine, model, a) -> Quantity:
-    cap = VllmCapacity(engine, model, a)
-    batch = _number(a, "B", 1)
+def h_max(engine, model, args) -> Quantity:
+    cap = VllmCapacity(engine, model, args)
+    batch = _number(args, "B", 1)
     if batch < 1:
-        raise SpecError("h_max needs B >= 1", a.loc, expected="B=1 or more")
+        raise SpecError("h_max needs B >= 1", args.loc, expected="B=1 or more")
     on_device = int(cap.dep.requests_per_device(batch))
     if not cap.fits(on_device, 1):
         return Quantity(sp.Integer(0), TOKENS)
     if cap.fits(on_device, _H_LIMIT):
-        raise SpecError(f"{engine.spec.model}'s state does not bind: any context fits", a.loc,
+        raise SpecError(f"{engine.spec.model}'s state does not bind: any context fits", args.loc,
                         expected="a model whose state grows with the context")
     lo, hi = 1, 2
     while cap.fits(on_device, hi):
@@ -297,16 +297,16 @@ def h_max(engine, model, a) -> Quantity:
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if cap.fits(on_device, mid) else (lo, mid)
-    return engine.context_answer(model, a, lo)
+    return engine.context_answer(model, args, lo)
 
 
-def state_bytes(engine, model, a) -> Quantity:
+def state_bytes(engine, model, args) -> Quantity:
     """state_bytes(H, B, allocator=vllm): the pool memory B requests at context H hold on the
     most loaded device — whole blocks of every group, each block a page in group-size tensors
     (padded state pages, sliding-window reservations and the raised hybrid block included)."""
-    cap = VllmCapacity(engine, model, a, budget=False)
-    length, batch = _number(a, "H"), _number(a, "B", 1)
-    ext = a.check_context(model, length)
+    cap = VllmCapacity(engine, model, args, budget=False)
+    length, batch = _number(args, "H"), _number(args, "B", 1)
+    ext = args.check_context(model, length)
     on_device = int(cap.dep.requests_per_device(batch))
     held = cap.pool.request_blocks(int(length), cap.batched) if length >= 1 else 0
     return Quantity(sp.Integer(on_device * held * cap.pool.block_bytes), BYTES, ext)

@@ -47,23 +47,23 @@ _COMM_COMPONENTS = ("tp", "ep", "pp")
 class DeploymentQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine, and the per-device helpers."""
 
-    def deployment(self, a, allowed=_DEGREES) -> Deployment:
+    def deployment(self, args, allowed=_DEGREES) -> Deployment:
         degrees = {}
         # a degree the query does not declare (ep= of train_memory) is refused as an unknown argument
         for key in allowed:
-            a.used.add(key)
-            value = a.raw(key)
+            args.used.add(key)
+            value = args.raw(key)
             if value is None:
                 continue
             if not (isinstance(value, sp.Integer) and value >= 1):
                 raise SpecError(f"'{key}=' takes a positive integer (a parallel degree), got {value}",
-                                a.node_loc(key), expected=f"e.g. {key}=8")
+                                args.node_loc(key), expected=f"e.g. {key}=8")
             degrees[key] = int(value)
-        Deployment(**degrees).check(a.node_loc("ep"))
-        a.used.add("per_device")
-        flag = a.raw("per_device")
+        Deployment(**degrees).check(args.node_loc("ep"))
+        args.used.add("per_device")
+        flag = args.raw("per_device")
         if flag not in (None, "true", "false", sp.Integer(0), sp.Integer(1)):
-            raise SpecError(f"'per_device=' takes true or false, got {flag}", a.node_loc("per_device"),
+            raise SpecError(f"'per_device=' takes true or false, got {flag}", args.node_loc("per_device"),
                             expected="per_device=true")
         return Deployment(**degrees, per_device=flag in ("true", sp.Integer(1)))
 
@@ -214,24 +214,24 @@ class DeploymentQueries:
             total += self._most_loaded(one) if dep.per_device else sp.Add(*one) * dep.stage_devices
         return total
 
-    def _act_bytes(self, a):
-        a.used.add("act_bytes")
-        value = a.raw("act_bytes")
+    def _act_bytes(self, args):
+        args.used.add("act_bytes")
+        value = args.raw("act_bytes")
         if value is None:
             return sp.Integer(2)
         value = value.value if isinstance(value, Quantity) else value
         if not (isinstance(value, sp.Rational) and value > 0):
-            raise SpecError("'act_bytes=' takes bytes per activation element", a.node_loc("act_bytes"),
+            raise SpecError("'act_bytes=' takes bytes per activation element", args.node_loc("act_bytes"),
                             expected="act_bytes=2 (BF16) or act_bytes=1 (FP8)")
         return value
 
-    def q_comm_bytes(self, model, a):
-        batch, cached, new, _ = self._call_scenario(a)
-        ext = a.check_context(model, cached + new)
-        dep = self.deployment(a, ("tp", "pp", "ep", "dp"))
-        component = a.name("component")
+    def q_comm_bytes(self, model, args):
+        batch, cached, new, _ = self._call_scenario(args)
+        ext = args.check_context(model, cached + new)
+        dep = self.deployment(args, ("tp", "pp", "ep", "dp"))
+        component = args.name("component")
         if component is not None and component not in _COMM_COMPONENTS:
-            raise SpecError(f"no communication component '{component}'", a.loc,
+            raise SpecError(f"no communication component '{component}'", args.loc,
                             expected=did_you_mean(component, _COMM_COMPONENTS))
-        total = self._comm_total(model, dep, {B: batch, S: cached, P: new}, self._act_bytes(a), component, a.loc)
+        total = self._comm_total(model, dep, {B: batch, S: cached, P: new}, self._act_bytes(args), component, args.loc)
         return Quantity(sp.nsimplify(total) if not total.is_Rational else total, BYTES, ext)

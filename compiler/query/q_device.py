@@ -82,24 +82,24 @@ class DeviceQueries:
         return self._device_value(path, table[dtype], FLOP_RATE, "flops 312 TFLOPs/s")
 
     # values a query may pass instead of the datasheet's (a document's assumption)
-    def _memory_of(self, a, device):
-        value = a.quantity("memory", BYTES, None)
-        return value if value is not None else self._device_field(device, "memory", BYTES, a.loc, "24 GB")
+    def _memory_of(self, args, device):
+        value = args.quantity("memory", BYTES, None)
+        return value if value is not None else self._device_field(device, "memory", BYTES, args.loc, "24 GB")
 
-    def _bandwidth_of(self, a, device):
-        value = a.quantity("bandwidth", BYTE_RATE, None)
-        return value if value is not None else self._device_field(device, "bandwidth", BYTE_RATE, a.loc, "2 TB/s")
+    def _bandwidth_of(self, args, device):
+        value = args.quantity("bandwidth", BYTE_RATE, None)
+        return value if value is not None else self._device_field(device, "bandwidth", BYTE_RATE, args.loc, "2 TB/s")
 
-    def _flops_of(self, a, device, dtype=None):
-        value = a.quantity("flops", FLOP_RATE, None)
-        return value if value is not None else self._device_rate(device, dtype or a.name("dtype"), a.loc)
+    def _flops_of(self, args, device, dtype=None):
+        value = args.quantity("flops", FLOP_RATE, None)
+        return value if value is not None else self._device_rate(device, dtype or args.name("dtype"), args.loc)
 
     # efficiency=peak (the datasheet, default) or measured (the device file's `measured:` rates,
     # each with its source); mfu= and mbu= scale either
-    def _efficiency(self, a):
-        which = a.name("efficiency") or "peak"
+    def _efficiency(self, args):
+        which = args.name("efficiency") or "peak"
         if which not in ("peak", "measured"):
-            raise SpecError(f"no efficiency '{which}'", a.node_loc("efficiency"),
+            raise SpecError(f"no efficiency '{which}'", args.node_loc("efficiency"),
                             expected="efficiency=peak (the datasheet) or efficiency=measured (the device's measured rates)")
         return which
 
@@ -111,25 +111,25 @@ class DeviceQueries:
                             expected=f"measured: {{{key}: ..., source: ...}} in {path.name}, or efficiency=peak")
         return path, table[key]
 
-    def _peak_of(self, a, device, dtype=None):
+    def _peak_of(self, args, device, dtype=None):
         """The FLOP/s a time query applies: flops=, else the measured or datasheet rate of the
         math type (compute=/dtype=, or the weight scheme's)."""
-        if self._efficiency(a) == "peak" or a.raw("flops") is not None:
-            return self._flops_of(a, device, dtype)
-        path, table = self._measured(device, "flops", a.loc)
-        dtype = dtype or a.name("dtype")
+        if self._efficiency(args) == "peak" or args.raw("flops") is not None:
+            return self._flops_of(args, device, dtype)
+        path, table = self._measured(device, "flops", args.loc)
+        dtype = dtype or args.name("dtype")
         if dtype is None:
             dtype = next((t for t in _DEFAULT_DTYPES if t in table), None)
         if dtype not in table:
-            raise SpecError(f"device '{device}' gives no measured {dtype} rate", a.loc,
+            raise SpecError(f"device '{device}' gives no measured {dtype} rate", args.loc,
                             expected="dtype= one of " + ", ".join(table) + ", or efficiency=peak")
         return self._device_value(path, table[dtype], FLOP_RATE, "flops 788 TFLOPs/s")
 
-    def _memory_rate_of(self, a, device):
+    def _memory_rate_of(self, args, device):
         """The memory bandwidth a time query applies: bandwidth=, else the measured or datasheet rate."""
-        if self._efficiency(a) == "peak" or a.raw("bandwidth") is not None:
-            return self._bandwidth_of(a, device)
-        path, node = self._measured(device, "bandwidth", a.loc)
+        if self._efficiency(args) == "peak" or args.raw("bandwidth") is not None:
+            return self._bandwidth_of(args, device)
+        path, node = self._measured(device, "bandwidth", args.loc)
         return self._device_value(path, node, BYTE_RATE, "bandwidth 4.3 TB/s")
 
     def _optional_field(self, device, field, dims, loc, example):
@@ -165,51 +165,51 @@ class DeviceQueries:
         value = self._device_value(path, node, SECONDS, f"{field} 3.6 us")
         return {kind: value for kind in KINDS}
 
-    def links_of(self, a, device) -> Links:
+    def links_of(self, args, device) -> Links:
         """The deployment's links: the device file's, with the query's overrides
         (link_bandwidth= the scale-up rate, scale_out_bandwidth=, latency= every collective's)."""
-        up = a.quantity("link_bandwidth", BYTE_RATE, None)
-        out = a.quantity("scale_out_bandwidth", BYTE_RATE, None)
-        latency = a.quantity("latency", SECONDS, None)
-        up = up if up is not None else self._scale_up_of(device, a.loc)
-        out = out if out is not None else self._optional_field(device, "scale_out_link", BYTE_RATE, a.loc,
+        up = args.quantity("link_bandwidth", BYTE_RATE, None)
+        out = args.quantity("scale_out_bandwidth", BYTE_RATE, None)
+        latency = args.quantity("latency", SECONDS, None)
+        up = up if up is not None else self._scale_up_of(device, args.loc)
+        out = out if out is not None else self._optional_field(device, "scale_out_link", BYTE_RATE, args.loc,
                                                                "50 GB/s")
-        gpn = self._optional_field(device, "gpus_per_node", NONE, a.loc, "8")
+        gpn = self._optional_field(device, "gpus_per_node", NONE, args.loc, "8")
         if latency is not None:
             lat = {kind: latency for kind in KINDS}
             out_lat = lat
         else:
-            lat = self._latencies(device, "collective_latency", a.loc)
-            out_lat = self._latencies(device, "scale_out_latency", a.loc)
+            lat = self._latencies(device, "collective_latency", args.loc)
+            out_lat = self._latencies(device, "scale_out_latency", args.loc)
         return Links(up, out, int(gpn) if gpn is not None else None, lat, out_lat)
 
     def _device_memory(self, device, loc):
         return self._device_field(device, "memory", BYTES, loc, "24 GB")
 
-    def q_device_memory(self, model, a):
-        return Quantity(self._memory_of(a, a.name("device", required=True)), BYTES)
+    def q_device_memory(self, model, args):
+        return Quantity(self._memory_of(args, args.name("device", required=True)), BYTES)
 
-    def q_device_flops(self, model, a):
-        return Quantity(self._flops_of(a, a.name("device", required=True)), FLOP_RATE)
+    def q_device_flops(self, model, args):
+        return Quantity(self._flops_of(args, args.name("device", required=True)), FLOP_RATE)
 
-    def q_device_bandwidth(self, model, a):
-        return Quantity(self._bandwidth_of(a, a.name("device", required=True)), BYTE_RATE)
+    def q_device_bandwidth(self, model, args):
+        return Quantity(self._bandwidth_of(args, args.name("device", required=True)), BYTE_RATE)
 
-    def q_device_link(self, model, a):
+    def q_device_link(self, model, args):
         """Per direction: the scale-up link (default; nvlink and device are its old names),
         the scale-out NIC per GPU, or the host link (PCIe: half the datasheet's both-ways figure)."""
-        device = a.name("device", required=True)
-        which = a.name("link") or "scale_up"
+        device = args.name("device", required=True)
+        which = args.name("link") or "scale_up"
         if which not in _LINKS:
-            raise SpecError(f"no link '{which}'", a.loc, expected=did_you_mean(which, _LINKS))
+            raise SpecError(f"no link '{which}'", args.loc, expected=did_you_mean(which, _LINKS))
         if which == "scale_out":
-            value = self._device_field(device, "scale_out_link", BYTE_RATE, a.loc, "50 GB/s")
+            value = self._device_field(device, "scale_out_link", BYTE_RATE, args.loc, "50 GB/s")
         elif which == "host":
-            value = self._device_field(device, "host_link", BYTE_RATE, a.loc, "128 GB/s") / 2
+            value = self._device_field(device, "host_link", BYTE_RATE, args.loc, "128 GB/s") / 2
         else:
-            value = self._scale_up_of(device, a.loc)
+            value = self._scale_up_of(device, args.loc)
             if value is None:
-                path, _ = self._device_file(device, a.loc)
+                path, _ = self._device_file(device, args.loc)
                 raise SpecError(f"device '{device}' ({path.name}) gives no 'scale_up_link:' (nor a legacy 'link:')",
-                                a.loc, expected=f"scale_up_link: 450 GB/s (per direction) in {path}")
+                                args.loc, expected=f"scale_up_link: 450 GB/s (per direction) in {path}")
         return Quantity(value, BYTE_RATE)

@@ -15,18 +15,18 @@ from ..schema.symbols import B, H, P, S, substitute
 class MemoryQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
 
-    def q_params(self, model, a):
-        filters = a.filters()
-        dep = self.deployment(a)
+    def q_params(self, model, args):
+        filters = args.filters()
+        dep = self.deployment(args)
         if dep.trivial and not dep.per_device:
-            return Quantity(self._sum_params(model, filters, a.loc), PARAMS)
+            return Quantity(self._sum_params(model, filters, args.loc), PARAMS)
         group = filters.pop("group", None)
-        self._sum_params(model, {"group": group}, a.loc)      # checks the group name
-        terms = [self._where(op, filters) + (op.params(group) * weight_fraction(op, dep, a.loc),)
-                 for op in self._ops(model, filters, a.loc)]
-        return Quantity(self._spread(model, dep, terms, a.loc), PARAMS)
+        self._sum_params(model, {"group": group}, args.loc)      # checks the group name
+        terms = [self._where(op, filters) + (op.params(group) * weight_fraction(op, dep, args.loc),)
+                 for op in self._ops(model, filters, args.loc)]
+        return Quantity(self._spread(model, dep, terms, args.loc), PARAMS)
 
-    def q_active_params(self, model, a):
+    def q_active_params(self, model, args):
         """Parameters one token uses: every weight, except routed experts', of which only the
         experts one token's rows reach count: min(E, rows of a one-token call) of E, i.e. top-k
         of E for a router that sends each row to k experts. A per-expert weight declared apart
@@ -73,10 +73,10 @@ class MemoryQueries:
                 raise SpecError(f"unknown parameter group '{group}'", loc, expected=did_you_mean(group, known))
         return total
 
-    def q_weight_bytes(self, model, a):
-        fmt = self.format_of(a)
-        group = a.name("group")
-        dep = self.deployment(a)
+    def q_weight_bytes(self, model, args):
+        fmt = self.format_of(args)
+        group = args.name("group")
+        dep = self.deployment(args)
         if dep.trivial and not dep.per_device:
             total = sp.Integer(0)
             for op in model.ops:
@@ -84,7 +84,7 @@ class MemoryQueries:
                     if group is None or w.group == group:
                         total += op.mult * self._stored_bytes(model, fmt, op, w)
             return Quantity(total, BYTES)
-        return Quantity(self._weight_bytes_deployed(model, fmt, group, dep, a.loc), BYTES)
+        return Quantity(self._weight_bytes_deployed(model, fmt, group, dep, args.loc), BYTES)
 
     def _weight_bytes_deployed(self, model, fmt, group, dep, loc):
         terms = []
@@ -136,8 +136,8 @@ class MemoryQueries:
         return (self._spread(model, dep, [t[:3] + (t[3],) for t in terms], loc),
                 self._spread(model, dep, [t[:3] + (t[4],) for t in terms], loc))
 
-    def q_weight_read_bytes(self, model, a):
-        batch = a.scenario("B", 1)
-        dep = self.deployment(a)
-        shared, _ = self._weight_reads(model, self.format_of(a), batch, False, dep, a.loc)
+    def q_weight_read_bytes(self, model, args):
+        batch = args.scenario("B", 1)
+        dep = self.deployment(args)
+        shared, _ = self._weight_reads(model, self.format_of(args), batch, False, dep, args.loc)
         return Quantity(shared, BYTES)

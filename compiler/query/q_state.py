@@ -39,10 +39,10 @@ class StateQueries:
         """Requests whose state one device holds (per_device), else all of them."""
         return dep.requests_per_device(batch) if dep.per_device else batch
 
-    def q_kv_bytes_per_token(self, model, a):
-        fmt = self.format_of(a)
-        stores = self._stores(a.name("component") or ("kv" if self._has_tag("kv") else None), a.loc)
-        expr = self._request_state(model, model.states, fmt, stores, self.deployment(a), a.loc)
+    def q_kv_bytes_per_token(self, model, args):
+        fmt = self.format_of(args)
+        stores = self._stores(args.name("component") or ("kv" if self._has_tag("kv") else None), args.loc)
+        expr = self._request_state(model, model.states, fmt, stores, self.deployment(args), args.loc)
         slope = (expr.xreplace({H: FAR + SPAN}) - expr.xreplace({H: FAR})) / SPAN
         # the slope of a state that grows by floor(H/r) steps is exact at a multiple
         # of every ratio (FAR, SPAN); it is already a rational, nothing to guess
@@ -51,42 +51,42 @@ class StateQueries:
     def _has_tag(self, tag):
         return any(tag in s.tags for s in self.spec.stores.values())
 
-    def q_state_bytes(self, model, a):
-        if a.raw("allocator") is not None:     # the pages an engine's allocator holds (compiler/query/allocator.py)
+    def q_state_bytes(self, model, args):
+        if args.raw("allocator") is not None:     # the pages an engine's allocator holds (compiler/query/allocator.py)
             from . import allocator
 
-            return allocator.state_bytes(self, model, a)
-        length, batch = a.scenario("H"), a.scenario("B", 1)
-        ext = a.check_context(model, length)
-        fmt = self.format_of(a)
-        dep = self.deployment(a)
-        expr = self._request_state(model, model.states, fmt, self._stores(a.name("component"), a.loc), dep, a.loc)
+            return allocator.state_bytes(self, model, args)
+        length, batch = args.scenario("H"), args.scenario("B", 1)
+        ext = args.check_context(model, length)
+        fmt = self.format_of(args)
+        dep = self.deployment(args)
+        expr = self._request_state(model, model.states, fmt, self._stores(args.name("component"), args.loc), dep, args.loc)
         return Quantity(self._requests_on(batch, dep) * expr.xreplace({H: length}), BYTES, ext)
 
-    def q_decode_read_bytes(self, model, a):
-        length, batch = a.scenario("H"), a.scenario("B", 1)
-        ext = a.check_context(model, length)   # a snapshot read at length H, like state_bytes
-        fmt = self.format_of(a)
-        component = a.name("component")
-        dep = self.deployment(a)
+    def q_decode_read_bytes(self, model, args):
+        length, batch = args.scenario("H"), args.scenario("B", 1)
+        ext = args.check_context(model, length)   # a snapshot read at length H, like state_bytes
+        fmt = self.format_of(args)
+        component = args.name("component")
+        dep = self.deployment(args)
         total = sp.Integer(0)
         if component in (None, "weights", "lookup"):
-            shared, rows = self._weight_reads(model, fmt, batch, True, dep, a.loc)
+            shared, rows = self._weight_reads(model, fmt, batch, True, dep, args.loc)
             total += {None: shared + rows, "weights": shared, "lookup": rows}[component].xreplace({H: length})
         if component not in ("weights", "lookup"):
-            stores = self._stores(component, a.loc)
-            reads = self._request_state(model, model.reads, fmt, stores, dep, a.loc)
+            stores = self._stores(component, args.loc)
+            reads = self._request_state(model, model.reads, fmt, stores, dep, args.loc)
             total += self._requests_on(batch, dep) * reads.xreplace({H: length})
         return Quantity(total, BYTES, ext)
 
-    def q_decode_write_bytes(self, model, a):
+    def q_decode_write_bytes(self, model, args):
         """What the step that takes the context from H to H+1 tokens writes: the
         spec's `writes:` declarations (ring buffers overwrite, recurrent states are
         rewritten whole); a spec that declares none writes what its state grows by."""
-        length, batch = a.scenario("H"), a.scenario("B", 1)
-        ext = a.check_context(model, length + 1)
-        fmt = self.format_of(a)
-        stores = self._stores(a.name("component"), a.loc)
+        length, batch = args.scenario("H"), args.scenario("B", 1)
+        ext = args.check_context(model, length + 1)
+        fmt = self.format_of(args)
+        stores = self._stores(args.name("component"), args.loc)
         if model.writes:
             per_step = self._state_expr(model, model.writes, fmt, stores).xreplace({H: length})
         else:
@@ -94,11 +94,11 @@ class StateQueries:
             per_step = state.xreplace({H: length + 1}) - state.xreplace({H: length})
         return Quantity(batch * per_step, BYTES, ext)
 
-    def q_request_read_bytes(self, model, a):
-        batch, cached, new, gen = self._call_scenario(a, need_g=True)
-        ext = a.check_context(model, cached + new + gen - 1)
-        fmt = self.format_of(a)
-        per_step = self._state_expr(model, model.reads, fmt, self._stores(a.name("component"), a.loc))
+    def q_request_read_bytes(self, model, args):
+        batch, cached, new, gen = self._call_scenario(args, need_g=True)
+        ext = args.check_context(model, cached + new + gen - 1)
+        fmt = self.format_of(args)
+        per_step = self._state_expr(model, model.reads, fmt, self._stores(args.name("component"), args.loc))
         lo, hi = cached + new, cached + new + gen - 1
         total = range_sum(settle_conditions(per_step.xreplace({H: L_SYMBOL}), L_SYMBOL, lo, hi), L_SYMBOL, lo, hi)
         return Quantity(batch * total, BYTES, ext)

@@ -12,10 +12,10 @@ from .query_base import Quantity
 class StructureQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
 
-    def q_op_count(self, model, a):
-        filters = a.filters()
+    def q_op_count(self, model, args):
+        filters = args.filters()
         if "op" not in filters:
-            raise SpecError("op_count() needs op=", a.loc, expected="op_count(op=router, stage=encoder)")
+            raise SpecError("op_count() needs op=", args.loc, expected="op_count(op=router, stage=encoder)")
         per_layer = "layer" in filters
-        return Quantity(sp.Integer(sum(1 if per_layer else o.mult for o in self._ops(model, filters, a.loc))), NONE)
+        return Quantity(sp.Integer(sum(1 if per_layer else o.mult for o in self._ops(model, filters, args.loc))), NONE)
 

@@ -77,23 +77,23 @@ class RooflineRow:
         return self.flops / self.bytes if self.bytes != 0 else None
 
 
-def _flag(a, key) -> bool:
-    a.used.add(key)
-    value = a.raw(key)
+def _flag(args, key) -> bool:
+    args.used.add(key)
+    value = args.raw(key)
     if value in (None, "false", sp.Integer(0)):
         return False
     if value in ("true", sp.Integer(1)):
         return True
-    raise SpecError(f"'{key}=' takes true or false, got {value}", a.node_loc(key), expected=f"{key}=true")
+    raise SpecError(f"'{key}=' takes true or false, got {value}", args.node_loc(key), expected=f"{key}=true")
 
 
-def _fraction(a, key):
-    a.used.add(key)
-    value = a.raw(key)
+def _fraction(args, key):
+    args.used.add(key)
+    value = args.raw(key)
     if value is None:
         return sp.Integer(1)
     if not (isinstance(value, sp.Rational) and 0 < value <= 1):
-        raise SpecError(f"'{key}=' takes a fraction of the peak in (0, 1], got {value}", a.node_loc(key),
+        raise SpecError(f"'{key}=' takes a fraction of the peak in (0, 1], got {value}", args.node_loc(key),
                         expected=f"e.g. {key}=0.5")
     return value
 
@@ -101,34 +101,34 @@ def _fraction(a, key):
 class TimeQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
 
-    def roofline(self, model, a, batch, cached, new):
+    def roofline(self, model, args, batch, cached, new):
         """The rows of one call (the most loaded device) and the communication seconds."""
-        return self.roofline_step(model, a, [(batch, cached, new)])
+        return self.roofline_step(model, args, [(batch, cached, new)])
 
-    def roofline_step(self, model, a, parts, with_comm=True):
+    def roofline_step(self, model, args, parts, with_comm=True):
         """The rows of one engine step that runs several groups of rows at once, parts =
         [(requests, cached, new), ...] (a prefill chunk beside decode rows): each op's FLOPs,
         state and activation traffic add over the parts, its weights are read once (routed
         experts: those the parts' rows together can touch), and each collective moves the
         parts' rows together at one latency."""
-        device = a.name("device", required=True)
-        dep = self.deployment(a, ("tp", "pp", "ep", "dp"))
+        device = args.name("device", required=True)
+        dep = self.deployment(args, ("tp", "pp", "ep", "dp"))
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
-        fmt = self.format_of(a)
-        dtype, self.last_compute = self._compute_dtype(a, fmt, device)
-        peak = self._peak_of(a, device, dtype) * _fraction(a, "mfu")
-        bandwidth = self._memory_rate_of(a, device) * _fraction(a, "mbu")
-        with_activations = _flag(a, "activations")
-        act_bytes = self._act_bytes(a)
+        fmt = self.format_of(args)
+        dtype, self.last_compute = self._compute_dtype(args, fmt, device)
+        peak = self._peak_of(args, device, dtype) * _fraction(args, "mfu")
+        bandwidth = self._memory_rate_of(args, device) * _fraction(args, "mbu")
+        with_activations = _flag(args, "activations")
+        act_bytes = self._act_bytes(args)
         scenarios = [{B: batch, S: cached, P: new} for batch, cached, new in parts]
 
         # weights each op reads (per device)
         per_op_reads = {op_id: mult * (shared + rows_read) for _, _, mult, shared, rows_read, op_id
-                        in self._weight_read_terms(model, fmt, parts[0][0], dep, a.loc, scenarios)}
+                        in self._weight_read_terms(model, fmt, parts[0][0], dep, args.loc, scenarios)}
         # state traffic per store use, attributed to the first attention op of its block
         state = {}
         for batch, cached, new in parts:
-            for key, amount in self._state_traffic(model, fmt, dep, batch, cached, new, a.loc).items():
+            for key, amount in self._state_traffic(model, fmt, dep, batch, cached, new, args.loc).items():
                 state[key] = state.get(key, 0) + amount
         attention_of = {}
         for op in model.ops:
@@ -141,7 +141,7 @@ class TimeQueries:
         for use_key, amount in state.items():
             if use_key in attention_of:
                 extra[attention_of[use_key]] = extra.get(attention_of[use_key], 0) + amount
-        placement = activation_placement(model, dep, a.loc) if with_activations else {}
+        placement = activation_placement(model, dep, args.loc) if with_activations else {}
 
         def at(expr, where):
             return sp.Add(*[substitute(expr, {**sc, B: sc[B] if where == "stage" else dep.requests_per_device(sc[B])})
@@ -149,7 +149,7 @@ class TimeQueries:
 
         rows = []
         for op in model.ops:
-            flops = op.mult * at(op.flops, "stage" if op.experts != 1 else "group") * work_fraction(op, dep, a.loc)
+            flops = op.mult * at(op.flops, "stage" if op.experts != 1 else "group") * work_fraction(op, dep, args.loc)
             traffic = per_op_reads.get(op.id, sp.Integer(0)) + extra.get(op.id, 0)
             if with_activations and op.kind != "view":
                 tensors = [(t, placement.get(t.producer, ("group", 1))) for _, t in op.inputs if t is not None] + \
@@ -164,36 +164,36 @@ class TimeQueries:
             if use_key not in attention_of and amount != 0:
                 rows.append(RooflineRow(f"{use_key[0]} {use_key[1]} state", "state", sp.Integer(0), amount,
                                         sp.Integer(0), amount / bandwidth))
-        comm_s = self._comm_seconds(model, a, device, dep, scenarios, act_bytes) if with_comm else sp.Integer(0)
-        return rows, comm_s, _flag(a, "overlap")
+        comm_s = self._comm_seconds(model, args, device, dep, scenarios, act_bytes) if with_comm else sp.Integer(0)
+        return rows, comm_s, _flag(args, "overlap")
 
-    def _comm_seconds(self, model, a, device, dep, scenarios, act_bytes):
+    def _comm_seconds(self, model, args, device, dep, scenarios, act_bytes):
         """Every collective of the step, all stages in turn, and every pipeline send; the
         parts' rows travel together (sizes add, one latency)."""
         if (dep.tp, dep.pp, dep.dp) == (1, 1, 1):
             return sp.Integer(0)
-        links = self.links_of(a, device)
-        per_part = [self.call_collectives(model, dep, sc, act_bytes, a.loc, links.gpus_per_node) for sc in scenarios]
+        links = self.links_of(args, device)
+        per_part = [self.call_collectives(model, dep, sc, act_bytes, args.loc, links.gpus_per_node) for sc in scenarios]
         colls = per_part[0]
         for other in per_part[1:]:
             colls = [dataclasses.replace(c, size=c.size + o.size) for c, o in zip(colls, other)]
-        return sp.Add(*[c.mult * collective_seconds(c, links, a.loc) for c in colls])
+        return sp.Add(*[c.mult * collective_seconds(c, links, args.loc) for c in colls])
 
-    def _compute_dtype(self, a, fmt, device):
+    def _compute_dtype(self, args, fmt, device):
         """(math type, note) of a call. compute= (or dtype=) as given; else a weight scheme's:
         weights and activations both quantized (FP8, INT8, NVFP4) run at that type's peak,
         weight-only schemes (INT4, MXFP4) dequantize into BF16 math; a device whose datasheet
         gives no rate for the scheme's type runs it in its default type. The note is what
         the output prints ("" without a scheme or compute=, so plain outputs are unchanged)."""
-        given = a.name("compute") or a.name("dtype")
-        if a.name("compute") and a.name("dtype") and a.name("compute") != a.name("dtype"):
-            raise SpecError("compute= and dtype= disagree", a.loc, expected="one of them")
+        given = args.name("compute") or args.name("dtype")
+        if args.name("compute") and args.name("dtype") and args.name("compute") != args.name("dtype"):
+            raise SpecError("compute= and dtype= disagree", args.loc, expected="one of them")
         if given:
-            return given, (f"compute {given}" if a.name("compute") else "")
+            return given, (f"compute {given}" if args.name("compute") else "")
         scheme = getattr(fmt, "weights", None)
-        if scheme is None or a.raw("flops") is not None:
+        if scheme is None or args.raw("flops") is not None:
             return None, ""
-        path, hw = self._device_file(device, a.loc)
+        path, hw = self._device_file(device, args.loc)
         rates = hw.get("flops") if hasattr(hw, "get") else None
         if scheme.compute in ("bf16", "fp16") or not hasattr(rates, "items") or scheme.compute not in rates:
             fallback = next((t for t in ("bf16", "fp16") if hasattr(rates, "items") and t in rates), None)
@@ -228,11 +228,11 @@ class TimeQueries:
         return sp.Add(*[c.mult * bytes_moved(c, None, loc)
                         for c in self.call_collectives(model, dep, scenario, act_bytes, loc)])
 
-    def _call_seconds(self, model, a, batch, cached, new):
-        return self._step_seconds(model, a, [(batch, cached, new)])
+    def _call_seconds(self, model, args, batch, cached, new):
+        return self._step_seconds(model, args, [(batch, cached, new)])
 
-    def _step_seconds(self, model, a, parts):
-        rows, comm_s, overlap = self.roofline_step(model, a, parts)
+    def _step_seconds(self, model, args, parts):
+        rows, comm_s, overlap = self.roofline_step(model, args, parts)
         # the rows behind the last time query, for `specc table --kind roofline`
         self.last_roofline = (rows, comm_s, overlap)
         compute = sp.Add(*[r.time for r in rows])
@@ -241,69 +241,69 @@ class TimeQueries:
     # One context rule for every time query: a call of P new tokens after S cached ones holds
     # S + P tokens when it ends (a decode step at H is the call S = H, P = 1: H + 1 tokens);
     # beyond max_context it needs extrapolate=true, and the deployment must fit (check_fit).
-    def _timed(self, model, a, batch, cached, new):
-        a.used.update(_TIME_ARGS)        # an error below is about the scenario, not an unknown argument
-        ext = a.check_context(model, cached + new)
-        a.name("device", required=True)
-        self.check_fit(model, a, batch, cached + new)
-        return self._call_seconds(model, a, batch, cached, new), ext
+    def _timed(self, model, args, batch, cached, new):
+        args.used.update(_TIME_ARGS)        # an error below is about the scenario, not an unknown argument
+        ext = args.check_context(model, cached + new)
+        args.name("device", required=True)
+        self.check_fit(model, args, batch, cached + new)
+        return self._call_seconds(model, args, batch, cached, new), ext
 
-    def q_call_time(self, model, a):
-        batch, cached, new, _ = self._call_scenario(a)
-        seconds, ext = self._timed(model, a, batch, cached, new)
+    def q_call_time(self, model, args):
+        batch, cached, new, _ = self._call_scenario(args)
+        seconds, ext = self._timed(model, args, batch, cached, new)
         return Quantity(seconds, SECONDS, ext, note=self.last_compute)
 
-    def q_ttft(self, model, a):
+    def q_ttft(self, model, args):
         """One request's time to first token: its prompt of P tokens prefilled in chunks of
         max_num_batched_tokens − ceil(B/dp) tokens (vLLM's chunked prefill: every step's token
         budget serves the running decode rows of the request's dp group first, the prompt's next
         chunk takes the rest; the whole prompt in one step without a budget), each step beside
         B other requests decoding at context H. ttft is the sum of those steps' times."""
-        a.used.update(_TIME_ARGS)
-        new, others = a.scenario("P"), a.scenario("B", 0)
+        args.used.update(_TIME_ARGS)
+        new, others = args.scenario("P"), args.scenario("B", 0)
         if isinstance(new, sp.Integer) and new < 1:
-            raise SpecError("P must be at least 1", a.loc, expected="P >= 1")
-        length = a.scenario("H") if others != 0 else sp.Integer(0)
-        budget = a.raw("max_num_batched_tokens")
+            raise SpecError("P must be at least 1", args.loc, expected="P >= 1")
+        length = args.scenario("H") if others != 0 else sp.Integer(0)
+        budget = args.raw("max_num_batched_tokens")
         if budget is not None and not (isinstance(budget, sp.Integer) and budget >= 1):
             raise SpecError(f"'max_num_batched_tokens=' takes a positive number of tokens, got {budget}",
-                            a.node_loc("max_num_batched_tokens"), expected="max_num_batched_tokens=8192")
+                            args.node_loc("max_num_batched_tokens"), expected="max_num_batched_tokens=8192")
         context = new if others == 0 else sp.Max(new, length + 1)
-        ext = a.check_context(model, new)
+        ext = args.check_context(model, new)
         if others != 0:
-            ext = a.check_context(model, length + 1) or ext
-        a.name("device", required=True)
-        self.check_fit(model, a, others + 1, context)
+            ext = args.check_context(model, length + 1) or ext
+        args.name("device", required=True)
+        self.check_fit(model, args, others + 1, context)
         decode = [(others, length, sp.Integer(1))] if others != 0 else []
         if budget is None:
-            seconds = self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(0), new)] + decode)
+            seconds = self._step_seconds(model, args, [(sp.Integer(1), sp.Integer(0), new)] + decode)
             return Quantity(seconds, SECONDS, ext, note=self.last_compute)
         # each dp group schedules its own steps: the budget serves that group's decode rows
-        rows_beside = self.deployment(a, ("tp", "pp", "ep", "dp")).requests_per_device(others)
+        rows_beside = self.deployment(args, ("tp", "pp", "ep", "dp")).requests_per_device(others)
         chunk = budget - rows_beside
         if chunk < 1:
             raise SpecError(f"max_num_batched_tokens={budget} leaves no room for a prefill chunk beside "
-                            f"{rows_beside} decode rows", a.node_loc("max_num_batched_tokens"),
+                            f"{rows_beside} decode rows", args.node_loc("max_num_batched_tokens"),
                             expected=f"max_num_batched_tokens > {rows_beside}, the decode rows of a dp group")
         if not isinstance(new, sp.Integer):
-            raise SpecError("chunked prefill needs a concrete P", a.loc, expected="P=<integer>")
+            raise SpecError("chunked prefill needs a concrete P", args.loc, expected="P=<integer>")
         total, done = sp.Integer(0), 0
         while done < new:
             step = min(chunk, new - done)
-            total += self._step_seconds(model, a, [(sp.Integer(1), sp.Integer(done), sp.Integer(step))] + decode)
+            total += self._step_seconds(model, args, [(sp.Integer(1), sp.Integer(done), sp.Integer(step))] + decode)
             done += step
         return Quantity(total, SECONDS, ext, note=self.last_compute)
 
-    def q_tpot(self, model, a):
-        length, batch = a.scenario("H"), a.scenario("B", 1)
-        seconds, ext = self._timed(model, a, batch, length, sp.Integer(1))
+    def q_tpot(self, model, args):
+        length, batch = args.scenario("H"), args.scenario("B", 1)
+        seconds, ext = self._timed(model, args, batch, length, sp.Integer(1))
         return Quantity(seconds, SECONDS, ext, note=self.last_compute)
 
-    def q_throughput(self, model, a):
-        length, batch = a.scenario("H"), a.scenario("B")
+    def q_throughput(self, model, args):
+        length, batch = args.scenario("H"), args.scenario("B")
         if batch < 1:
-            raise SpecError("throughput needs B >= 1", a.loc, expected="B=1 or more")
-        seconds, ext = self._timed(model, a, batch, length, sp.Integer(1))
+            raise SpecError("throughput needs B >= 1", args.loc, expected="B=1 or more")
+        seconds, ext = self._timed(model, args, batch, length, sp.Integer(1))
         return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext, note=self.last_compute)
 
     def roofline_forms(self, choices: dict, fmt: str | None = None, tp: int = 1, pp: int = 1, ep: int = 1,

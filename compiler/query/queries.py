@@ -137,9 +137,9 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
             raise SpecError(f"unknown format '{fmt}'", loc, expected=did_you_mean(fmt, self.spec.formats))
         return fmt
 
-    def format_of(self, a):
+    def format_of(self, args):
         """The call's format with its weights=/kv=/compute= knobs (compiler/deploy/schemes.py)."""
-        return schemes.choose(self, a)
+        return schemes.choose(self, args)
 
     def _stored_bytes(self, model: Model, fmt, op, weight) -> sp.Expr:
         """Bytes of one weight of an op in the format (a weight scheme counts codes, scales, zeros)."""

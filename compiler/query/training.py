@@ -130,15 +130,15 @@ class TrainingQueries:
             return DTYPE_BYTES[value]
         return Evaluator(model_env(model), what="name")(value)
 
-    def _policy(self, tr: _Recipes, a):
-        name = a.name("checkpointing")
+    def _policy(self, tr: _Recipes, args):
+        name = args.name("checkpointing")
         if not tr.policies:
-            raise SpecError(f"{self.spec.model} declares no activations for training", tr.loc or a.loc,
+            raise SpecError(f"{self.spec.model} declares no activations for training", tr.loc or args.loc,
                             expected="a 'training:' section with activation_dtype: and checkpointing:")
         if name is None:
             return next(iter(tr.policies))
         if name not in tr.policies:
-            raise SpecError(f"unknown checkpointing policy '{name}'", a.loc, expected=did_you_mean(name, tr.policies))
+            raise SpecError(f"unknown checkpointing policy '{name}'", args.loc, expected=did_you_mean(name, tr.policies))
         return name
 
     def _activation_bytes(self, model, tr: _Recipes, policy: str, batch, seq, loc, only=None) -> sp.Expr:
@@ -170,13 +170,13 @@ class TrainingQueries:
         return (total * B * P * per_elem).xreplace({B: batch, P: seq})
 
     @staticmethod
-    def _zero(a) -> int:
-        a.used.add("zero")
-        value = a.raw("zero")
+    def _zero(args) -> int:
+        args.used.add("zero")
+        value = args.raw("zero")
         if value is None:
             return 0
         if value not in (sp.Integer(0), sp.Integer(1), sp.Integer(2), sp.Integer(3)):
-            raise SpecError(f"'zero=' takes a ZeRO stage 0, 1, 2 or 3, got {value}", a.node_loc("zero"),
+            raise SpecError(f"'zero=' takes a ZeRO stage 0, 1, 2 or 3, got {value}", args.node_loc("zero"),
                             expected="zero=1 (optimizer states), 2 (+ gradients) or 3 (+ weights)")
         return int(value)
 
@@ -203,46 +203,46 @@ class TrainingQueries:
         return max((op.params() / op.experts * tp_fraction(op, dep, loc) for op in model.ops if op.weights),
                    default=sp.Integer(0))
 
-    def q_train_memory(self, model, a):
+    def q_train_memory(self, model, args):
         tr = self._training()
-        convention = a.name("convention")
+        convention = args.name("convention")
         if convention is not None and convention not in CONVENTIONS:
-            raise SpecError(f"no training convention '{convention}'", a.node_loc("convention"),
+            raise SpecError(f"no training convention '{convention}'", args.node_loc("convention"),
                             expected=did_you_mean(convention, CONVENTIONS))
-        if convention is not None and a.raw("precision") is not None:
-            raise SpecError(f"convention={convention} fixes the precision recipe", a.node_loc("precision"),
+        if convention is not None and args.raw("precision") is not None:
+            raise SpecError(f"convention={convention} fixes the precision recipe", args.node_loc("precision"),
                             expected="precision= or convention=, not both")
-        prec_name = a.name("precision") or ("megatron" if convention == "megatron" else "mixed")
-        opt_name = a.name("optimizer") or "adam"
+        prec_name = args.name("precision") or ("megatron" if convention == "megatron" else "mixed")
+        opt_name = args.name("optimizer") or "adam"
         if prec_name not in tr.precisions:
-            raise SpecError(f"unknown precision '{prec_name}'", a.loc, expected=did_you_mean(prec_name, tr.precisions))
+            raise SpecError(f"unknown precision '{prec_name}'", args.loc, expected=did_you_mean(prec_name, tr.precisions))
         if opt_name not in tr.optimizers:
-            raise SpecError(f"unknown optimizer '{opt_name}'", a.loc, expected=did_you_mean(opt_name, tr.optimizers))
+            raise SpecError(f"unknown optimizer '{opt_name}'", args.loc, expected=did_you_mean(opt_name, tr.optimizers))
         precision, optimizer = tr.precisions[prec_name], tr.optimizers[opt_name]
-        component = a.name("component")
+        component = args.name("component")
         known = _PRECISION_KEYS | set(optimizer) | _GROUPS
         if component is not None and component not in known:
             raise SpecError(f"no training component '{component}' (precision {prec_name}, optimizer {opt_name})",
-                            a.loc, expected=did_you_mean(component, known))
+                            args.loc, expected=did_you_mean(component, known))
         picked = {
             None: set(precision) | set(optimizer) | {"activations"},
             "static": set(precision) | set(optimizer),
             "optimizer": ({"master"} & set(precision)) | set(optimizer),
             "moments": set(optimizer),
         }.get(component, {component})
-        raw = self.deployment(a, ("tp", "pp", "dp"))
+        raw = self.deployment(args, ("tp", "pp", "dp"))
         dep = Deployment(raw.tp, raw.pp, 1, raw.dp, raw.per_device, experts_over_dp=False)
-        zero = self._zero(a)
+        zero = self._zero(args)
         if not dep.per_device and (zero or not dep.trivial):
-            raise SpecError("tp=, pp=, dp= and zero= size one device: add per_device=true", a.loc,
+            raise SpecError("tp=, pp=, dp= and zero= size one device: add per_device=true", args.loc,
                             expected="train_memory(..., dp=8, zero=2, per_device=true)")
-        n_params = self._sum_params(model, {}, a.loc)
+        n_params = self._sum_params(model, {}, args.loc)
         if dep.per_device:
-            terms = [(op.layers, op.segment, op.mult, op.params() * weight_fraction(op, dep, a.loc)) for op in model.ops]
-            n_params = self._most_loaded(self._per_stage(model, dep, terms, a.loc))
+            terms = [(op.layers, op.segment, op.mult, op.params() * weight_fraction(op, dep, args.loc)) for op in model.ops]
+            n_params = self._most_loaded(self._per_stage(model, dep, terms, args.loc))
         total = sp.Integer(0)
         if convention == "deepspeed":
-            total += self._deepspeed_states(model, a, component, picked, n_params, dep, zero)
+            total += self._deepspeed_states(model, args, component, picked, n_params, dep, zero)
         else:
             # the ZeRO stage from which each component is partitioned over dp
             zero_from = {"weights": 3, "gradients": 2}
@@ -252,57 +252,57 @@ class TrainingQueries:
                     held = n_params
                     if dep.dp > 1 and zero >= zero_from.get(part, 1):
                         held = sp.ceiling(n_params / dep.dp)
-                    total += held * self._dtype_bytes(model, recipe[part], a.loc)
+                    total += held * self._dtype_bytes(model, recipe[part], args.loc)
             if zero == 3 and dep.dp > 1 and component in (None, "static"):
-                working = sum(self._dtype_bytes(model, precision[p], a.loc) for p in ("weights", "gradients")
+                working = sum(self._dtype_bytes(model, precision[p], args.loc) for p in ("weights", "gradients")
                               if p in precision)
-                total += working * self._largest_layer(model, dep, a.loc)
+                total += working * self._largest_layer(model, dep, args.loc)
         if "activations" in picked:
-            if component == "activations" or a.raw("P") is not None:
-                policy = self._policy(tr, a)
-                batch = a.scenario("B", 1)
+            if component == "activations" or args.raw("P") is not None:
+                policy = self._policy(tr, args)
+                batch = args.scenario("B", 1)
                 if dep.per_device:
-                    total += self._stage_activations(model, tr, policy, sp.ceiling(batch / dep.dp), a.scenario("P"),
-                                                     dep, a.loc)
+                    total += self._stage_activations(model, tr, policy, sp.ceiling(batch / dep.dp), args.scenario("P"),
+                                                     dep, args.loc)
                 else:
-                    total += self._activation_bytes(model, tr, policy, batch, a.scenario("P"), a.loc)
+                    total += self._activation_bytes(model, tr, policy, batch, args.scenario("P"), args.loc)
             else:
-                a.scenario("P")   # the total needs the sequence length: a located 'missing P=' error
+                args.scenario("P")   # the total needs the sequence length: a located 'missing P=' error
         return Quantity(total, BYTES)
 
-    def _deepspeed_states(self, model, a, component, picked, n_params, dep, zero):
+    def _deepspeed_states(self, model, args, component, picked, n_params, dep, zero):
         """DeepSpeed's estimators of the model states per GPU (no offload): zero=1|2
         4·n + int(16·n/dp); zero=3 int(18·n/dp) + 4·largest layer."""
         if component not in (None, "static", "activations"):
             raise SpecError("convention=deepspeed sizes the model states as one sum, as its estimators do",
-                            a.node_loc("component"), expected="component=static or component=activations")
+                            args.node_loc("component"), expected="component=static or component=activations")
         if "activations" in picked and len(picked) == 1:
             return sp.Integer(0)
         if zero == 0:
-            raise SpecError("DeepSpeed's estimators size ZeRO stages 1 to 3", a.node_loc("convention"),
+            raise SpecError("DeepSpeed's estimators size ZeRO stages 1 to 3", args.node_loc("convention"),
                             expected="zero=1, 2 or 3 with convention=deepspeed")
         if zero == 3:
-            return sp.floor(18 * n_params / dep.dp) + 4 * self._largest_layer(model, dep, a.loc)
+            return sp.floor(18 * n_params / dep.dp) + 4 * self._largest_layer(model, dep, args.loc)
         return 4 * n_params + sp.floor(16 * n_params / dep.dp)
 
-    def q_train_flops(self, model, a):
+    def q_train_flops(self, model, args):
         from ..schema.expressions import Evaluator
         from ..schema.symbols import B, P, S
 
         tr = self._training()
-        batch, seq = a.scenario("B", 1), a.scenario("P")
+        batch, seq = args.scenario("B", 1), args.scenario("P")
         if isinstance(seq, sp.Integer) and seq < 1:
-            raise SpecError("P must be at least 1", a.loc, expected="P >= 1")
-        a.used.add("backward")
-        backward = a.raw("backward")
+            raise SpecError("P must be at least 1", args.loc, expected="P >= 1")
+        args.used.add("backward")
+        backward = args.raw("backward")
         backward = sp.Integer(2) if backward is None else sp.nsimplify(backward)
         recompute = sp.Integer(0)
         if tr.policies:
-            _, node = tr.policies[self._policy(tr, a)]
+            _, node = tr.policies[self._policy(tr, args)]
             if node is not None:
                 recompute = Evaluator(model_env(model), what="name")(node)
-        elif a.raw("checkpointing") is not None:
-            self._policy(tr, a)
-        ext = a.check_context(model, seq)
-        forward = self._sum(model, "flops", a.filters(), a.loc).xreplace({B: batch, S: sp.Integer(0), P: seq})
+        elif args.raw("checkpointing") is not None:
+            self._policy(tr, args)
+        ext = args.check_context(model, seq)
+        forward = self._sum(model, "flops", args.filters(), args.loc).xreplace({B: batch, S: sp.Integer(0), P: seq})
         return Quantity((1 + backward + recompute) * forward, FLOPS, ext)
