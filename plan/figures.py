@@ -79,12 +79,12 @@ class Figure:
     def fits(self) -> bool:
         """Whether `specc eval` accepts the text (its input limits: length, operators, depth)."""
         from ..dsl.limits import limit
-        from ..dsl.parser import _BRACKET, _OPERATOR
+        from ..dsl.parser import BRACKET, OPERATOR
 
-        if len(self.text) > limit("text_chars") or len(_OPERATOR.findall(self.text)) > limit("expression_terms"):
+        if len(self.text) > limit("text_chars") or len(OPERATOR.findall(self.text)) > limit("expression_terms"):
             return False
         depth = most = 0
-        for ch in _BRACKET.findall(self.text):
+        for ch in BRACKET.findall(self.text):
             depth += 1 if ch in "([" else (-1 if ch in ")]" else 0)
             most = max(most, depth)
         return most <= limit("expression_depth")

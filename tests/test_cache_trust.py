@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from specc.compiler import compiled
-from specc.dsl import cache_codec, disk_cache
+from specc.compiler.lanes import compiled
+from specc.cache import codec as cache_codec, disk_cache
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = "specs/qwen3_8b.yaml"
@@ -234,9 +234,9 @@ def test_the_codec_refuses_what_it_may_not_build():
         _entry(["sympy:sympify"], [[0, ["1"], {}]], ["e", 0]),                 # a function, not a class
         _entry(["sympy:sin"], [[0, ["__import__('os').getpid()"], {}]], ["e", 0]),   # a string sympy would run
         _entry(["sympy:Symbol"], [[0, ["x"], {"positive": "yes"}]], ["e", 0]),  # keywords are flags
-        _entry(["specc.dsl.disk_cache:_warn"], [], ["o", 0]),                  # private, and a function
-        _entry(["specc.compiler.compiled:Store"], [], ["O", 0, "__class__", 1]),
-        _entry(["specc.compiler.compiled:Store"], [], ["o", 0, 1]),             # fields missing
+        _entry(["specc.cache.disk_cache:_warn"], [], ["o", 0]),                  # private, and a function
+        _entry(["specc.compiler.lanes.compiled:Store"], [], ["O", 0, "__class__", 1]),
+        _entry(["specc.compiler.lanes.compiled:Store"], [], ["o", 0, 1]),             # fields missing
         _entry([], [], ["e", 3]), _entry([], [], ["o", 7]), _entry([], [], []),
         _entry([], [], ["F", 1, 0]), _entry([], [], ["r", 0, 10, 0]), _entry([], [], ["zz"]),
         b'[]', b'{"a": 1}', b"\xff", b'["specc-codec 1", [], [], 1]',

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specc.compiler import compile_queries, compiled
+from specc.compiler.lanes import compile_queries, compiled
 from specc.dsl.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,8 +23,8 @@ SPECC = [sys.executable, "-m", "specc"]
 
 
 def _reset():
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
 
 
 @pytest.fixture
@@ -37,8 +37,8 @@ def cache(tmp_path, monkeypatch):
 
 
 def _engine(path):
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     return QueryEngine.shared(load_spec(path))
 

@@ -18,11 +18,11 @@ import yaml
 from click.testing import CliRunner
 
 from specc.cli import main
-from specc.compiler.build import compile_spec
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.graph.build import compile_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.errors import SpecError
-from specc.dsl.hf_import import FAMILIES, LIB_DIR, import_config, write_spec
+from specc.hf.importer import FAMILIES, LIB_DIR, import_config, write_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = Path(__file__).resolve().parent / "data" / "hf"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
-from specc.dsl.hf_import import write_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
+from specc.hf.importer import write_spec
 
 CORPUS = Path(__file__).resolve().parent / "data" / "hf" / "transformers"
 HS = (1, 1000, 4000)

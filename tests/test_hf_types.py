@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.errors import SpecError
-from specc.dsl.hf_import import write_spec
+from specc.hf.importer import write_spec
 
 CORPUS = Path(__file__).resolve().parent / "data" / "hf" / "transformers"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
@@ -211,16 +211,16 @@ def test_no_family_is_named_in_the_engine():
     import re
     import tokenize
 
-    from specc.dsl.hf_import import FAMILIES, WRAPPERS
+    from specc.hf.importer import FAMILIES, WRAPPERS
 
     root = Path(__file__).resolve().parent.parent
-    # "codegen" is also the name of the engine's own code printer (compiler/codegen.py)
+    # "codegen" is also the name of the engine's own code printer (compiler/lanes/codegen.py)
     names = (set(FAMILIES) | set(WRAPPERS) | {t for t in EXPECTED}) - {"codegen"}
     pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True))
                          + r")(?![A-Za-z0-9_])", re.IGNORECASE)
     found = []
-    for folder in ("dsl", "compiler"):
-        for path in sorted((root / folder).glob("*.py")):
+    for folder in ("dsl", "compiler", "hf", "cache"):
+        for path in sorted((root / folder).rglob("*.py")):
             tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
             for tok in tokens:
                 if tok.type in (tokenize.STRING, tokenize.COMMENT) and pattern.search(tok.string):

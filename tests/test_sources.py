@@ -7,7 +7,7 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
-from specc.compiler.spec import load_spec
+from specc.compiler.schema.spec import load_spec
 from specc.verify import sources as S
 from specc.verify.claims import load_claims
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..compiler.queries import QueryEngine, Quantity
-from ..compiler.spec import Spec, check_keys, seq, text
-from ..compiler.symbols import DTYPE_BYTES, SCENARIO
-from ..compiler.expressions import Evaluator
+from ..compiler.query.queries import QueryEngine, Quantity
+from ..compiler.schema.spec import Spec, check_keys, seq, text
+from ..compiler.schema.symbols import DTYPE_BYTES, SCENARIO
+from ..compiler.schema.expressions import Evaluator
 from ..dsl import ast
 from ..dsl.errors import Loc, SpecError
 from ..dsl.parser import parse_expr, parse_quantity
@@ -56,7 +56,7 @@ def split_bound(expect) -> tuple[str | None, int]:
 def touches_model(eval_text) -> bool:
     """Whether a claim's query reads the model (a query whose declaration says so; device
     and storage-type look-ups do not): a claim that does not is a fact check."""
-    from ..compiler.query_registry import REGISTRY
+    from ..compiler.query.query_registry import REGISTRY
 
     def reads_model(name) -> bool:
         return name in REGISTRY and REGISTRY[name].reads_model
@@ -129,7 +129,7 @@ class Result:
         return f"{text} {self.unit_label}".strip()
 
 
-def _claims_file(spec: Spec, name: str) -> Path:
+def claims_file(spec: Spec, name: str) -> Path:
     """A claims_files entry: beside the spec, on the search path, or shipped (dsl/search_path.py)."""
     from ..dsl.search_path import relative_file
 
@@ -142,7 +142,7 @@ def _claims_file(spec: Spec, name: str) -> Path:
 def load_claims(spec: Spec, extra_files=()) -> list[Claim]:
     """The spec's own claims, its claims_files, then any --claims files."""
     entries = [(node, spec.path) for node in spec.claims]
-    files = [_claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in extra_files]
+    files = [claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in extra_files]
     for path in files:
         raw = load_yaml_file(path)
         if raw is None:

@@ -1,6 +1,6 @@
 """Verdicts from compiled queries: `specc verify` without sympy when warm.
 
-For every claim the store of its spec (compiler/compiled.py) keeps what the
+For every claim the store of its spec (compiler/lanes/compiled.py) keeps what the
 verdict is made of — the query text (answered by its compiled closed form),
 the expected value, the accepted interval, the unit it is printed in, and
 whether it is a known erratum — and `cached_results` recomputes each verdict
@@ -18,7 +18,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from ..compiler import compiled
+from ..compiler.lanes import compiled
 from .verdicts import erratum_verdict, show_scaled
 
 
@@ -102,7 +102,7 @@ def _fraction(x) -> Fraction:
 
 
 def _record(result, engine, store) -> dict:
-    from ..compiler import compile_queries
+    from ..compiler.lanes import compile_queries
 
     c = result.claim
     claim = {"id": c.id, "spec": c.spec, "source": c.source, "eval": str(c.eval),
@@ -136,9 +136,9 @@ def verify_path(spec_path, claim_files=()) -> list:
     found = cached_results(spec_path, claim_files)
     if found is not None:
         return found
-    from ..compiler import compile_queries
-    from ..compiler.queries import QueryEngine
-    from ..compiler.spec import load_spec
+    from ..compiler.lanes import compile_queries
+    from ..compiler.query.queries import QueryEngine
+    from ..compiler.schema.spec import load_spec
     from .claims import verify_spec
 
     spec = load_spec(spec_path)
@@ -146,13 +146,13 @@ def verify_path(spec_path, claim_files=()) -> list:
     engine = QueryEngine.shared(spec)
     store = compile_queries.store_for(engine)
     # where each claims file was really found (beside the spec, a parent, the search path)
-    from .claims import _claims_file
+    from .claims import claims_file
 
-    files = [_claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in claim_files]
+    files = [claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in claim_files]
     try:
         store.verify[_key(claim_files)] = [_record(r, engine, store) for r in results]
-        compile_queries._note_dependencies(engine, store, files)
-        compile_queries._dirty.add(spec.path)
+        compile_queries.note_dependencies(engine, store, files)
+        compile_queries.dirty_stores.add(spec.path)
     finally:
         compile_queries.flush()
     return results
