@@ -54,11 +54,24 @@ def engine_fingerprint() -> str:
     global _FINGERPRINT
     if _FINGERPRINT is None:
         digest = hashlib.sha256(_MAGIC)
-        for folder in ("compiler", "dsl", "verify"):
-            for path in sorted((_ROOT / folder).glob("*.py")) + sorted((_ROOT / folder).glob("*.lark")):
-                digest.update(folder.encode() + b"/" + path.name.encode() + b"\0" + path.read_bytes())
+        for path in _engine_files():
+            digest.update(path.relative_to(_ROOT).as_posix().encode() + b"\0" + path.read_bytes())
         _FINGERPRINT = digest.hexdigest()
     return _FINGERPRINT
+
+
+# the packages whose code decides answers (parsing, models, queries, verdicts, the caches'
+# formats); searched recursively, so a package split into subpackages stays covered
+ENGINE_PACKAGES = ("compiler", "dsl", "verify")
+
+
+def _engine_files() -> list:
+    """Every .py and .lark file of the engine's packages, subpackages included, in a fixed order."""
+    files = []
+    for folder in ENGINE_PACKAGES:
+        files.extend(path for path in (_ROOT / folder).rglob("*")
+                     if path.suffix in (".py", ".lark") and "__pycache__" not in path.parts and path.is_file())
+    return sorted(files, key=lambda path: path.relative_to(_ROOT).as_posix())
 
 
 # ------------------------------------------------------------------ where
@@ -167,6 +180,34 @@ def _read_private(path: Path, limit: int, warn: bool = True) -> bytes | None:
             chunks.append(chunk)
             remaining -= len(chunk)
         return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_package_file(path: Path, limit: int = MAX_ENTRY_BYTES) -> bytes | None:
+    """The bytes of a regular file installed with specc's package (a shipped compiled form),
+    or None. Trusted as the package's code is, so no owner or signature is asked for; but
+    opened as cache entries are: without following a link, without blocking, size-limited."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks, remaining = [], st.st_size + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        return data if len(data) == st.st_size else None
     except OSError:
         return None
     finally:
