@@ -16,10 +16,11 @@ import click
 def ship_compiled(check, out_dir):
     """Regenerate the shipped specs' compiled forms (specs/compiled/, committed).
 
-    Every claim of every shipped spec is evaluated afresh by the symbolic engine
-    (neither the cache nor the committed forms are read) and its store, which a
-    warm `specc verify` reads, is written as plain data: deterministic bytes, no
-    absolute path. They ship with the package, so the first `specc verify
+    Every claim of every shipped spec, and each declared query's example call
+    (a typical `specc eval`), is evaluated afresh by the symbolic engine (neither
+    the cache nor the committed forms are read), and the spec's store, which a
+    warm `verify` and `eval` read, is written as plain data: deterministic bytes,
+    no absolute path. They ship with the package, so the first `specc verify
     specs/*.yaml` after an install reads them instead of compiling; they answer
     only while the engine and every file they depend on are byte for byte as
     they were here. Run it after changing compiler/, dsl/, verify/ or specs/,
