@@ -22,7 +22,12 @@ write (a shared /tmp, a CI cache restored across branches). So:
 * entries are opened without following links and without blocking, and only
   regular files are read (a FIFO or device planted in the folder would hang
   or never end); a truncated or wrong-shaped entry fails its tag or its
-  decoding and is ignored."""
+  decoding and is ignored.
+
+The shipped specs' compiled forms (specs/compiled/, compiler/compiled.py) are not
+this cache: they are files of the installed package, trusted as its code is, and
+read (read_package_file) only when the cache has no entry and they match the engine
+and every file they depend on. Nothing here changes for them."""
 
 from __future__ import annotations
 
@@ -69,8 +74,9 @@ def _engine_files() -> list:
     """Every .py and .lark file of the engine's packages, subpackages included, in a fixed order."""
     files = []
     for folder in ENGINE_PACKAGES:
-        files.extend(path for path in (_ROOT / folder).rglob("*")
-                     if path.suffix in (".py", ".lark") and "__pycache__" not in path.parts and path.is_file())
+        for where, subfolders, names in os.walk(_ROOT / folder):
+            subfolders[:] = [name for name in subfolders if name != "__pycache__"]
+            files.extend(Path(where, name) for name in names if name.endswith((".py", ".lark")))
     return sorted(files, key=lambda path: path.relative_to(_ROOT).as_posix())
 
 

@@ -34,3 +34,4 @@ def test_installed_specc_works_from_an_empty_folder():
     assert lines[5].startswith("weight_bytes() / weight_bytes(spec=qwen3_32b) = ")   # a shipped sibling
     assert lines[6] == "api: int 8,190,735,360 params"
     assert re.fullmatch(r"\d+ pass(, \d+ xfail)? \(\d+ claims\)", lines[7]), lines[7]   # its claims are shipped too
+    assert lines[8] == "first verify: shipped forms"          # specs/compiled/ is installed and current
