@@ -45,7 +45,11 @@ def build() -> dict:
             fast_claims.verify_path(spec)
             _compile_examples(spec, examples)
             store = compiled._STORES[compiled._store_key(spec)]
-            data = compiled.encode_shipped(store, SHIPPED)
+            try:
+                data = compiled.encode_shipped(store, SHIPPED)
+            except ValueError as exc:
+                raise SpecError(f"no compiled form for {spec.name}: {exc}",
+                                expected="specs whose every file lies in the shipped folder") from None
             if str(SHIPPED.parent).encode() in data:
                 raise SpecError(f"the compiled form of {spec.name} holds an absolute path of this machine",
                                 expected="answers and messages that name files relative to specs/")
