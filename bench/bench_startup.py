@@ -7,7 +7,9 @@ interpreter:
                 SPECC_CACHE_DIR (every cache: parses, YAML, models, compiled queries),
                 the .pyc files present (pip compiles them when it installs; each
                 command is run once before timing); the shipped compiled forms
-                (specs/compiled/) are what it reads. Also without any .pyc
+                (specs/compiled/) are what it reads. Timed interleaved with the
+                warm verify below (and cold eval with warm eval), so a changing
+                load hits both alike. Also without any .pyc
                 (PYTHONPYCACHEPREFIX set to a new empty folder for every run);
 * cold eval   — `specc eval specs/deepseek_v41.yaml 'flops(P=8192)'` with an
                 empty cache (a declared query's shape: in the shipped forms), and
@@ -48,7 +50,7 @@ SWEEP = ["sweep", "specs/qwen3_8b.yaml", "flops(P=P, extrapolate=true)", "--over
 
 
 # copies each shipped spec's store into the user's cache (signed with its key), as a first
-# run that had to compile them would have left it
+# run that had to compile them would have left it: the warm verify the ratio is taken against
 # (a tree without them, run for a before/after comparison: its first run filled the cache)
 FILL = ("import sys; from specc.compiler import compiled\n"
         "if not hasattr(compiled, 'shipped'): sys.exit(0)\n"
@@ -97,21 +99,32 @@ def main():
         rows = [("python -c pass", base)]
         verify = SPECC + ["verify", *specs]
         timed(verify, env)                       # every .pyc written, as pip install leaves them
-        first = median(verify, env, runs, before=empty)
+        # first and warm verify interleaved, so a load that changes during the run hits both alike
+        firsts, warms = [], []
+        for _ in range(runs):
+            empty()
+            firsts.append(timed(verify, env))
+            subprocess.run([sys.executable, "-c", FILL, *specs], cwd=ROOT, env=env, check=True)
+            warms.append(timed(verify, env))
+        first, warm = statistics.median(firsts), statistics.median(warms)
         rows.append((f"first verify ({len(specs)} specs, empty cache, .pyc present)", first))
+        rows.append((f"warm verify ({len(specs)} specs; stores in the user's cache)", warm))
         no_pyc = []
         for i in range(runs):
             empty()
             no_pyc.append(timed(verify, dict(env, PYTHONPYCACHEPREFIX=str(Path(tmp) / f"pyc-{i}"))))
         rows.append(("first verify, no .pyc either", statistics.median(no_pyc)))
-        cold = median(SPECC + EVAL, env, runs, before=empty)
+        colds, warm_evals = [], []              # interleaved too
+        for _ in range(runs):
+            empty()
+            colds.append(timed(SPECC + EVAL, env))
+            warm_evals.append(timed(SPECC + EVAL, env))
+        cold, warm_eval = statistics.median(colds), statistics.median(warm_evals)
         rows.append(("cold eval (empty cache)", cold))
+        rows.append(("warm eval (same query, a second time)", warm_eval))
         rows.append(("cold eval, a shape not shipped (flops(P=8192, B=3))",
                      median(SPECC + ["eval", "specs/deepseek_v41.yaml", "flops(P=8192, B=3)"], env, runs,
                             before=empty)))
-        timed(SPECC + EVAL, env)
-        warm_eval = median(SPECC + EVAL, env, runs)
-        rows.append(("warm eval (same query: its stored value)", warm_eval))
         # two other values of the same shape compile its closed form; a third value is then
         # answered by the printed code alone
         timed(SPECC + ["eval", "specs/deepseek_v41.yaml", "flops(P=4096)"], env)
@@ -123,11 +136,6 @@ def main():
         rows.append(("warm eval --no-fast", median(SPECC + EVAL + ["--no-fast"], env, runs)))
         timed(verify, env)
         rows.append((f"warm verify ({len(specs)} specs; the shipped forms again)", median(verify, env, runs)))
-        # the warm run of before the shipped forms: every store in the user's cache (signed), as a
-        # first run without them leaves it; the ratio below is taken against this one
-        subprocess.run([sys.executable, "-c", FILL, *specs], cwd=ROOT, env=env, check=True)
-        warm = median(verify, env, runs)
-        rows.append((f"warm verify ({len(specs)} specs; stores in the user's cache)", warm))
         rows.append(("warm verify --no-fast", median(SPECC + ["verify", *specs, "--no-fast"], env, runs)))
         timed(SPECC + SWEEP + [csv], env)
         rows.append(("sweep 10^6 points to CSV", median(SPECC + SWEEP + [csv], env, runs)))
