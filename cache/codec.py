@@ -9,7 +9,7 @@ record is rebuilt field by field without calling its constructor, an
 expression by its class's constructor on decoded arguments (as sympy's own
 unpickling does), never from a string (sympy would parse it as Python).
 Anything else is refused with CacheFormatError and the caller treats the entry
-as missing. Entries are authenticated besides (see dsl/disk_cache), so this is
+as missing. Entries are authenticated besides (see cache/disk_cache), so this is
 a second wall, not the only one.
 
 An entry is [FORMAT, classes, expressions, value]: `classes` names each class

@@ -14,7 +14,7 @@ write (a shared /tmp, a CI cache restored across branches). So:
   an empty SPECC_CACHE_DIR turns every cache off;
 * a folder or entry that is not owned by this user, or that others can write,
   is refused with one warning on stderr, and specc answers uncached;
-* entries are plain data (dsl/cache_codec: tagged JSON, never pickle), and
+* entries are plain data (cache/codec: tagged JSON, never pickle), and
   each one carries an HMAC-SHA256 over its name and bytes with a key kept in
   the folder's `key` file (0600, this user's); an entry whose tag does not
   verify is ignored, so nothing read from disk runs unless this user's specc
@@ -22,7 +22,12 @@ write (a shared /tmp, a CI cache restored across branches). So:
 * entries are opened without following links and without blocking, and only
   regular files are read (a FIFO or device planted in the folder would hang
   or never end); a truncated or wrong-shaped entry fails its tag or its
-  decoding and is ignored."""
+  decoding and is ignored.
+
+The shipped specs' compiled forms (specs/compiled/, compiler/lanes/compiled.py) are not
+this cache: they are files of the installed package, trusted as its code is, and
+read (read_package_file) only when the cache has no entry and they match the engine
+and every file they depend on. Nothing here changes for them."""
 
 from __future__ import annotations
 
@@ -54,12 +59,25 @@ def engine_fingerprint() -> str:
     global _FINGERPRINT
     if _FINGERPRINT is None:
         digest = hashlib.sha256(_MAGIC)
-        for folder in ("compiler", "dsl", "verify", "cache"):     # every stage package below them too
-            for path in sorted((_ROOT / folder).rglob("*.py")) + sorted((_ROOT / folder).rglob("*.lark")):
-                name = path.relative_to(_ROOT).as_posix()
-                digest.update(name.encode() + b"\0" + path.read_bytes())
+        for path in _engine_files():
+            digest.update(path.relative_to(_ROOT).as_posix().encode() + b"\0" + path.read_bytes())
         _FINGERPRINT = digest.hexdigest()
     return _FINGERPRINT
+
+
+# the packages whose code decides answers (parsing, models, queries, verdicts, the caches'
+# formats); searched recursively, so a package split into subpackages stays covered
+ENGINE_PACKAGES = ("compiler", "dsl", "verify", "cache")
+
+
+def _engine_files() -> list:
+    """Every .py and .lark file of the engine's packages, subpackages included, in a fixed order."""
+    files = []
+    for folder in ENGINE_PACKAGES:
+        for where, subfolders, names in os.walk(_ROOT / folder):
+            subfolders[:] = [name for name in subfolders if name != "__pycache__"]
+            files.extend(Path(where, name) for name in names if name.endswith((".py", ".lark")))
+    return sorted(files, key=lambda path: path.relative_to(_ROOT).as_posix())
 
 
 # ------------------------------------------------------------------ where
@@ -168,6 +186,34 @@ def _read_private(path: Path, limit: int, warn: bool = True) -> bytes | None:
             chunks.append(chunk)
             remaining -= len(chunk)
         return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_package_file(path: Path, limit: int = MAX_ENTRY_BYTES) -> bytes | None:
+    """The bytes of a regular file installed with specc's package (a shipped compiled form),
+    or None. Trusted as the package's code is, so no owner or signature is asked for; but
+    opened as cache entries are: without following a link, without blocking, size-limited."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks, remaining = [], st.st_size + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        return data if len(data) == st.st_size else None
     except OSError:
         return None
     finally:

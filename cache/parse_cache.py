@@ -9,7 +9,7 @@ and relocated to wherever the text really is when it is reused.
 The cache lives in $SPECC_CACHE_DIR (default ~/.cache/specc) in a folder named
 by the engine's fingerprint (grammar and code that builds trees included), one
 file per source file, written atomically at exit; what it trusts and how entries
-are stored: dsl/disk_cache. Set SPECC_CACHE_DIR to an empty string to disable it."""
+are stored: cache/disk_cache. Set SPECC_CACHE_DIR to an empty string to disable it."""
 
 from __future__ import annotations
 

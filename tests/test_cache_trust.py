@@ -1,4 +1,4 @@
-"""The cache as a trust boundary (dsl/disk_cache): a planted entry never runs
+"""The cache as a trust boundary (cache/disk_cache): a planted entry never runs
 and never changes an answer; a folder others can write is refused with a
 warning and specc still answers; special files, truncated and wrong-shaped
 entries are ignored; no home folder still works."""
@@ -19,7 +19,8 @@ from specc.cache import codec as cache_codec, disk_cache
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = "specs/qwen3_8b.yaml"
-QUERY = "params()"
+# a query the shipped compiled forms (specs/compiled/) do not hold, so a first run fills the cache
+QUERY = "params() / 2"
 
 
 def _run(args, env_extra, timeout=60, cwd=REPO):
@@ -65,7 +66,7 @@ def _plant(cache: Path, marker: Path) -> None:
     code = f"def q():\n    open({str(marker)!r}, 'w').write('ran')\n    return 1\n"
     deps = {str(spec): compiled.file_hash(spec)}
     store = compiled.Store(compiled.engine_hash(), deps,
-                           {"params()": compiled.Template((), code, "params", "params")}, {}, {}, {})
+                           {QUERY: compiled.Template((), code, "params", "params")}, {}, {}, {})
     payload = cache_codec.dumps(store)
     forged = disk_cache._MAGIC + b"0" * 64 + b"\n" + payload          # no valid tag
     target = cache / f"compiled-{disk_cache.engine_fingerprint()[:16]}" / store_key.name

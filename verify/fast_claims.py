@@ -35,8 +35,9 @@ class _Claim:
 class FastResult:
     """A verdict recomputed from a cached record; prints like verify.claims.Result."""
 
-    def __init__(self, record: dict, value=None):
-        self.claim = _Claim(**record["claim"])
+    def __init__(self, record: dict, value=None, spec=None):
+        # the spec as this command names it, as the symbolic path's Claim.spec (spec.path) is
+        self.claim = _Claim(**dict(record["claim"], spec=spec))
         self.low, self.high = record.get("low"), record.get("high")
         self.unit_label = record.get("unit_label", "")
         self.unit_factor = record.get("unit_factor", Fraction(1))
@@ -87,12 +88,12 @@ def cached_results(spec_path, claim_files=()) -> list | None:
     results = []
     for record in records:
         if "verdict" in record:
-            results.append(FastResult(record))
+            results.append(FastResult(record, spec=str(spec_path)))
             continue
         found = compiled.lookup(spec_path, record["claim"]["eval"], store)
         if found is None or found.dims != record["dims"]:
             return None
-        results.append(FastResult(record, found.value))
+        results.append(FastResult(record, found.value, str(spec_path)))
     return results
 
 
@@ -105,7 +106,9 @@ def _record(result, engine, store) -> dict:
     from ..compiler.lanes import compile_queries
 
     c = result.claim
-    claim = {"id": c.id, "spec": c.spec, "source": c.source, "eval": str(c.eval),
+    # not the spec's path: a later command may name the spec otherwise (and a shipped
+    # form names no path of the machine that made it); cached_results fills it in
+    claim = {"id": c.id, "spec": None, "source": c.source, "eval": str(c.eval),
              "expect": None if c.expect is None else str(c.expect),
              "expect_formula": None if c.expect_formula is None else str(c.expect_formula),
              "erratum": c.erratum, "note": c.note, "fact_check": c.fact_check}

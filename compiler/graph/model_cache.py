@@ -4,8 +4,8 @@ Compiling is the largest cost left once parses are cached (0.05–0.5 s per spec
 and option choice). A compiled Model depends only on the spec file, the
 libraries it imports, the option choices and the engine's own code, so it is
 stored under a hash of exactly those (the engine's in the folder's name) and
-reloaded as plain data (dsl/cache_codec; about ten times faster than compiling).
-Where it lives, whom it trusts and how entries are written: dsl/disk_cache."""
+reloaded as plain data (cache/codec; about ten times faster than compiling).
+Where it lives, whom it trusts and how entries are written: cache/disk_cache."""
 
 from __future__ import annotations
 
