@@ -23,7 +23,7 @@ from ..dsl.errors import Loc, SpecError
 from ..dsl.parser import parse_expr, parse_quantity
 from ..dsl.units import dims_name, unit_of_terms
 from ..dsl.yamlload import Map, Text, load_yaml_file
-from .verdicts import VERDICTS, erratum_verdict, show_scaled  # noqa: F401 - VERDICTS re-exported
+from .verdicts import VERDICTS, erratum_verdict, interval_verdict, limit_text, show_scaled  # noqa: F401 - VERDICTS re-exported
 
 CLAIM_KEYS = {"id", "source", "quote", "gloss", "eval", "expect", "expect_formula", "tolerance", "erratum", "note"}
 
@@ -265,13 +265,9 @@ def check(engine: QueryEngine, claim: Claim) -> Result:
         result.verdict = "ERROR"
         result.message = f"{claim.eval.loc}: the query is not a number: {value}"
         return result
-    # both ends are accepted: a value exactly halfway prints as either neighbour,
-    # depending on the rounding convention (half up, half to even)
-    agrees = bool(low <= value) and bool(value <= high) if half > 0 else bool(value == expected)
-    result.verdict = "PASS" if agrees else "FAIL"
-    if not agrees:
-        result.message = f"computed {result.computed_display()} is outside [{_fmt(low, exp_unit)}, {_fmt(high, exp_unit)}]"
-    return _erratum(result, agrees)
+    result.verdict, result.message = interval_verdict(value, low, high, result.computed_display(),
+                                                      sp.Rational(exp_unit.factor), exp_unit.label, claim.erratum)
+    return result
 
 
 def _check_bound(claim, computed, bound, expected, expected_q, exp_unit) -> Result:
@@ -285,12 +281,9 @@ def _check_bound(claim, computed, bound, expected, expected_q, exp_unit) -> Resu
     agrees = bool(_HOLDS[bound](value, sp.Rational(expected)))
     result.verdict = "PASS" if agrees else "FAIL"
     if not agrees:
-        result.message = f"computed {result.computed_display()} is not {bound} {_fmt(expected, exp_unit)}"
+        result.message = (f"computed {result.computed_display()} is not {bound} "
+                          f"{limit_text(expected, sp.Rational(exp_unit.factor), exp_unit.label)}")
     return result
-
-
-def _fmt(value, unit) -> str:
-    return f"{float(value / sp.Rational(unit.factor)):,.6g} {unit.label}"
 
 
 def _erratum(result: Result, agrees: bool | None) -> Result:

@@ -19,7 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..compiler.lanes import compiled
-from .verdicts import erratum_verdict, show_scaled
+from .verdicts import interval_verdict, show_scaled
 
 
 class _Claim:
@@ -49,22 +49,11 @@ class FastResult:
         self.value = value
         self._exact = str(value) if type(value) is int else f"{value.numerator}/{value.denominator}"
         self._display = self._show(value)
-        if record["half_positive"]:
-            agrees = self.low <= value <= self.high
-        else:
-            agrees = value == record["expected"]
-        self.verdict, self.message = ("PASS", "") if agrees else ("FAIL", "")
-        if not agrees:
-            self.message = (f"computed {self._display} is outside "
-                            f"[{self._fmt(self.low)}, {self._fmt(self.high)}]")
-        if self.claim.erratum is not None:
-            self.verdict, self.message = erratum_verdict(agrees, self.claim.erratum)
+        self.verdict, self.message = interval_verdict(value, self.low, self.high, self._display, self.unit_factor,
+                                                      self.unit_label, self.claim.erratum)
 
     def _show(self, value) -> str:
         return show_scaled(Fraction(value) / self.unit_factor, self.decimals, self.unit_label)
-
-    def _fmt(self, value) -> str:
-        return f"{float(value / self.unit_factor):,.6g} {self.unit_label}"
 
     def computed_exact(self) -> str:
         return self._exact
@@ -125,8 +114,7 @@ def _record(result, engine, store) -> dict:
         # run evaluates each claim once (a closed form is compiled when a query is asked
         # at other values, by specc eval or a sweep)
         found = compile_queries.remember(engine, store, str(c.eval), result.computed)
-        record.update(expected=_fraction(result.expected), half_positive=record["high"] > record["low"],
-                      dims=found.dims)
+        record.update(expected=_fraction(result.expected), dims=found.dims)
         return record
     record.update(verdict=result.verdict, message=result.message, exact=result.computed_exact(),
                   display=result.computed_display(), bound=result.bound)
