@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..dsl.human import exact_text
+
 
 def _number(v) -> str:
     v = Fraction(v)
@@ -91,7 +93,7 @@ class Figure:
 
     def to_json(self, unit: str) -> dict:
         v = self.value
-        exact = str(v) if isinstance(v, int) or Fraction(v).denominator == 1 else f"{v.numerator}/{v.denominator}"
+        exact = exact_text(v)
         if self.fits():
             return {"value": float(v), "exact": exact, "unit": unit, "query": self.text}
         # a long prompt in many chunks, or a layout with many arguments: the expression

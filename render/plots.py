@@ -24,7 +24,7 @@ import sympy as sp
 from ..compiler.query.queries import QueryEngine
 from ..compiler.query.query_registry import plotted
 from ..compiler.query.query_value import make_call
-from ..dsl.human import time_unit
+from ..dsl.human import exact_json, time_unit
 from . import views as v
 
 DEFAULT_CONTEXTS = [2 ** k for k in range(10, 21)]     # 1K … 1M
@@ -252,8 +252,7 @@ def to_svg(plot: Plot) -> str:
 
 def data_json(plot: Plot) -> dict:
     def exact(y):
-        y = sp.sympify(y)
-        return int(y) if y.is_Integer else (f"{y.p}/{y.q}" if y.is_Rational else str(y))
+        return exact_json(sp.sympify(y))
 
     return {"quantity": plot.quantity, "title": plot.title, "x": plot.xlabel, "y": plot.ylabel,
             "series": [{"model": s.model, "component": s.component, "x": s.xs, "y": [exact(y) for y in s.ys],

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .dsl.errors import SpecError
 from .dsl.limits import printing_exact
-from .dsl.human import show
+from .dsl.human import exact_json, show
 
 Error = SpecError     # the one exception type of the API
 
@@ -87,12 +87,7 @@ class Result:
     def to_json(self) -> dict:
         """The object `specc eval --json` prints for this query."""
         value = self.value
-        if isinstance(value, Fraction):
-            shown = f"{value.numerator}/{value.denominator}"
-        elif isinstance(value, int):
-            shown = value
-        else:
-            shown = str(value)
+        shown = exact_json(value)
         number = float(self.expr) if getattr(self.expr, "is_number", False) else None
         out = {"query": self.query, "value": shown, "float": number, "unit": self.unit,
                "extrapolated": self.extrapolated}

@@ -22,15 +22,9 @@ from .dsl.limits import printing_exact
 
 # ------------------------------------------------------------------ eval output
 def _json_value(value):
-    if type(value) is int:
-        return value
-    if isinstance(value, Fraction):
-        return f"{value.numerator}/{value.denominator}"
-    if getattr(value, "is_Integer", False):
-        return int(value)
-    if getattr(value, "is_Rational", False):
-        return f"{value.p}/{value.q}"
-    return str(value)
+    from .dsl.human import exact_json
+
+    return exact_json(value)
 
 
 def _float(value):

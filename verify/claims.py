@@ -20,6 +20,7 @@ from ..compiler.schema.symbols import DTYPE_BYTES, SCENARIO
 from ..compiler.schema.expressions import Evaluator
 from ..dsl import ast
 from ..dsl.errors import Loc, SpecError
+from ..dsl.human import exact_text
 from ..dsl.parser import parse_expr, parse_quantity
 from ..dsl.units import dims_name, unit_of_terms
 from ..dsl.yamlload import Map, Text, load_yaml_file
@@ -108,10 +109,7 @@ class Result:
     def computed_exact(self) -> str:
         if self.computed is None:
             return ""
-        value = self.computed.value
-        if isinstance(value, sp.Rational):
-            return str(value.p) if value.q == 1 else f"{value.p}/{value.q}"
-        return str(value)
+        return exact_text(self.computed.value)
 
     def computed_display(self) -> str:
         """The computed value in the claim's unit, two digits finer than printed."""

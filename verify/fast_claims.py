@@ -19,6 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..compiler.lanes import compiled
+from ..dsl.human import exact_text
 from .verdicts import interval_verdict, show_scaled
 
 
@@ -47,7 +48,7 @@ class FastResult:
             self._exact, self._display = record["exact"], record["display"]
             return
         self.value = value
-        self._exact = str(value) if type(value) is int else f"{value.numerator}/{value.denominator}"
+        self._exact = exact_text(value)
         self._display = self._show(value)
         self.verdict, self.message = interval_verdict(value, self.low, self.high, self._display, self.unit_factor,
                                                       self.unit_label, self.claim.erratum)

@@ -23,6 +23,7 @@ import re
 import time
 
 from ...dsl.errors import BeyondContext, Loc, SpecError
+from ...dsl.human import exact_text
 from ...dsl.limits import limit, limit_error
 from . import compiled
 
@@ -315,7 +316,7 @@ def _vectorized(template, columns, order, live, values, extrapolated, refused, e
 
 # ------------------------------------------------------------------ writing
 def _text(value) -> str:
-    return str(value) if type(value) is int else f"{value.numerator}/{value.denominator}"
+    return exact_text(value)
 
 
 def _cells(table: Table, blank) -> list:
