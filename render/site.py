@@ -728,9 +728,10 @@ def _byte_units() -> dict:
 
 
 def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = None, jobs: int = 2,
-               progress=None) -> list[Path]:
-    """Write the explorer, its data files and (when given) a copy of the docs.
-    progress(done, total, spec_path) is called as each export part finishes."""
+               progress=None, plan: bool = False) -> list[Path]:
+    """Write the explorer, its data files and (when given) a copy of the docs; with `plan`,
+    the plan view's data too (render/plan_site.py). progress(done, total, spec_path) is
+    called as each export part finishes."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from ..compiler.lanes import codegen
@@ -778,6 +779,10 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
             "docs": docs_dir is not None, "queries": sorted(_query_names())}
     files["data/site.js"] = "var SPECC_SITE = " + json.dumps(site, ensure_ascii=False, indent=1) + ";\n"
     files["data/exact.js"] = codegen.prelude("javascript") + helper_functions() + context_functions()
+    if plan:
+        from .plan_site import plan_files
+
+        files.update(plan_files(spec_paths, jobs))
     for asset in sorted(ASSETS.iterdir()):
         files[asset.name] = asset.read_bytes()
     if docs_dir is not None and Path(docs_dir).is_dir():
