@@ -144,8 +144,8 @@ def export_plan(path: str, devices=None) -> dict:
             "format": fmts.index(lay.fmt), "gpus": lay.gpus, "weights": _exact(weights),
             "fit": fit, "state": state, "time": time,
             # query texts with {B}, {H}, {S}, {P} left for the page to fill (the planner's own texts)
-            "queries": {"decode": q.decode_step(lay, "{H}", "{B}"),
-                        "decode_beyond_fit": q.decode_step(lay, "{H}", "{B}", beyond_fit=True),
+            "queries": {"decode": q.decode_step(lay, "{B}", "{H}"),
+                        "decode_beyond_fit": q.decode_step(lay, "{B}", "{H}", beyond_fit=True),
                         "first_chunk": q.prefill_chunk(lay, 0, "{P}"), "chunk": q.call_time(lay, 1, "{S}", "{P}"),
                         "fit": q.b_max(lay, "{H}", ws), "weights": q.weight_bytes(lay),
                         "state": q.state_bytes(lay, "{H}", "{B}")},

@@ -146,9 +146,9 @@ _ROWS = ("return Array.from(document.querySelectorAll('#%s tbody tr')).map(tr =>
 
 
 def _page(browser) -> dict:
-    return {"front": browser.execute_script(_ROWS % "front"), "best": browser.execute_script(_ROWS % "best"),
+    return {"chosen": browser.execute_script(_ROWS % "chosen-table"), "front": browser.execute_script(_ROWS % "front"), "best": browser.execute_script(_ROWS % "best"),
             "error": browser.execute_script("const e = document.getElementById('plan-errors'); return e.hidden ? null : e.textContent"),
-            "command": browser.execute_script("const p = document.querySelector('#front pre.commands'); "
+            "command": browser.execute_script("const p = document.querySelector('#chosen-table pre.commands'); "
                                               "return p ? p.textContent.split('\\n')[0] : null")}
 
 
@@ -167,6 +167,11 @@ def _specc_plan(spec: str, params: dict) -> tuple[int, dict | None]:
     assert run.exit_code in (0, 1), run.output
     text = run.output[run.output.index("{"):] if "{" in run.output else ""
     return run.exit_code, json.loads(text[: text.rindex("}") + 1]) if text else None
+
+
+def _key(dep: dict) -> tuple:
+    return (dep["device"], dep["mode"], dep["tp"], dep["pp"], dep["dp"], dep["ep"], tuple(dep["format"].items()),
+            dep["replicas"], dep["prefill_replicas"])
 
 
 def _same(row: dict, dep: dict) -> None:
@@ -203,9 +208,10 @@ def test_the_page_plans_what_specc_plan_plans(browser, plan_site, spec, params):
     code, plan = _specc_plan(spec, params)
     assert code == 0 and plan["chosen"] is not None, plan and plan["message"]
     assert page["error"] is None, page["error"]
-    chosen = [r for r in page["front"] if r["chosen"] == "true"]
-    assert len(chosen) == 1
-    _same(chosen[0], plan["chosen"])
+    assert len(page["chosen"]) == 1
+    _same(page["chosen"][0], plan["chosen"])
+    # the chosen deployment (the cheapest, ties to the most slack) is marked where the front holds it
+    assert [r["chosen"] == "true" for r in page["front"]] == [_key(d) == _key(plan["chosen"]) for d in plan["front"]]
     assert len(page["front"]) == len(plan["front"]) >= 1
     for row, dep in zip(page["front"], plan["front"]):
         _same(row, dep)
@@ -214,7 +220,7 @@ def test_the_page_plans_what_specc_plan_plans(browser, plan_site, spec, params):
         _same(row, dep)
     # the row's command is the plan's own inputs; its atomic queries are what specc eval answers
     assert page["command"].startswith(f"specc plan specs/{spec}.yaml --rate {params['rate']}") and "--pp 1" in page["command"]
-    queries = {f["query"]: f["exact"] for r in page["front"] for f in r["figures"].values() if f["query"]}
+    queries = {f["query"]: f["exact"] for r in page["chosen"] + page["front"] for f in r["figures"].values() if f["query"]}
     assert len(queries) >= 4
     run = CliRunner().invoke(main, ["eval", str(SPECS / f"{spec}.yaml"), "--json", *queries])
     assert run.exit_code == 0, run.output

@@ -443,7 +443,7 @@ const SPECC_PLAN = (() => {
     const spec = specs[state.spec];
     $("plan-errors").hidden = true;
     for (const id of ["chosen", "notes"]) $(id).textContent = "";
-    for (const id of ["front", "best"]) $(id).querySelector("tbody").textContent = "";
+    for (const id of ["chosen-table", "front", "best"]) $(id).querySelector("tbody").textContent = "";
     let inp;
     try {
       inp = readInputs(spec);
@@ -483,6 +483,7 @@ const SPECC_PLAN = (() => {
       fail(`nothing within ${inp.maxGpus} GPUs meets the targets` + (c ? `; the closest, ${text(c.gpus)}× ${c.L.device}: `
         + `${describe(c)}, is bound by ${binding} (${Object.entries(c.ratios).map(([k, v]) => `${k} ${v === INF ? "unbounded" : num(v, 2) + "×"}`).join(", ")} of its bound)` : ""));
     }
+    if (plan.chosen) $("chosen-table").querySelector("tbody").append(tableRow(spec, plan.chosen, inp, plan.chosen));
     for (const row of plan.front) $("front").querySelector("tbody").append(tableRow(spec, row, inp, plan.chosen));
     for (const row of plan.best) $("best").querySelector("tbody").append(tableRow(spec, row, inp, plan.chosen));
     chart(plan, inp);
