@@ -179,24 +179,61 @@ def formulas_js() -> str:
             + formulas.javascript())
 
 
-def plan_files(spec_paths: list[str], jobs: int = 2, progress=None) -> dict:
+def _join(parts: list[dict]) -> dict:
+    """One spec's exports per device (export_plan(path, (device,))) as one, in device order
+    (the planner enumerates layouts device by device), functions renumbered."""
+    data = None
+    index: dict = {}
+    for part in parts:
+        remap = []
+        for source in part.pop("functions"):
+            index.setdefault(source, len(index))
+            remap.append(index[source])
+        for row in part["layouts"]:
+            for key in ("fit", "state", "time"):
+                row[key] = remap[row[key]]
+        if data is None:
+            data = part
+            continue
+        data["devices"] += part["devices"]
+        data["layouts"] += part["layouts"]
+        data["moe"] = data["moe"] or part["moe"]
+        for note in part["left_out"]:
+            same = next((n for n in data["left_out"] if n["why"] == note["why"]), None)
+            if same:
+                same["count"] += note["count"]
+            else:
+                data["left_out"].append(note)
+    data["functions"] = list(index)
+    return data
+
+
+def _export_task(task) -> dict:
+    path, device = task
+    return export_plan(path, (device,))
+
+
+def plan_files(spec_paths: list[str], jobs: int = 2, devices=None) -> dict:
     """The plan view's data files for `spec_paths`: data/plan_<name>.js, data/plan_index.js,
-    data/plan_formulas.js (the page itself is an asset, copied with the explorer's)."""
+    data/plan_formulas.js (the page itself is an asset, copied with the explorer's). Each
+    spec is exported one device at a time (`jobs` worker processes)."""
     from concurrent.futures import ProcessPoolExecutor
 
+    from ..plan.run import DEFAULT_DEVICES
+
     paths = sorted(spec_paths)
-    if jobs > 1 and len(paths) > 1:
+    tasks = [(p, d) for p in paths for d in (devices or DEFAULT_DEVICES)]
+    if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(jobs) as pool:
-            exported = list(pool.map(export_plan, paths))
+            done = list(pool.map(_export_task, tasks))
     else:
-        exported = [export_plan(p) for p in paths]
+        done = [_export_task(t) for t in tasks]
     files = {}
     index = []
-    for path, data in zip(paths, exported):
+    for path in paths:
+        data = _join([d for t, d in zip(tasks, done) if t[0] == path])
         index.append({"name": data["name"], "model": data["model"], "layouts": len(data["layouts"])})
         files[f"data/plan_{data['name']}.js"] = _spec_js(data)
-        if progress:
-            progress(path)
     site = {"specs": index, "space": {"pp": list(PAGE_SPACE["pp"]), "max_gpus": PAGE_SPACE["max_gpus"]}}
     files["data/plan_index.js"] = "var SPECC_PLAN_SITE = " + json.dumps(site, ensure_ascii=False, indent=1) + ";\n"
     files["data/plan_formulas.js"] = formulas_js()
