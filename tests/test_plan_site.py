@@ -262,3 +262,9 @@ def test_the_url_holds_the_plan(browser, plan_site):
     # unticking the only device leaves nothing to search
     browser.find_element(By.CSS_SELECTOR, "#devices input[value=h100_sxm]").click()
     assert "devices=&" in browser.current_url or browser.current_url.endswith("devices=")
+    # values the page's loops cannot take are reported on the page, never thrown
+    for bad, shown in (({"isl": "9" * 400}, "at most 15 digits"), ({"max_gpus": "99999999"}, "at most 1024 GPUs"),
+                       ({"rate": "fast"}, "cannot read the rate"), ({"spec": "__proto__"}, None)):
+        _open(browser, plan_site, {"spec": "qwen3_8b", "rate": "8", "isl": "1000", "osl": "200", **bad})
+        if shown:
+            assert shown in _page(browser)["error"], bad

@@ -22,6 +22,7 @@ const SPECC_PLAN = (() => {
   }
   function readNumber(s, what) {        // user input: 20, 2.5, 1/3 (exact, as specc plan reads it)
     const str = String(s).trim();
+    if (str.length > 40) throw new Error(`${what} is too long ('${str.slice(0, 20)}…')`);
     let m = /^([0-9]+)\/([0-9]+)$/.exec(str);
     if (m && BigInt(m[2]) !== 0n) return _R.q(BigInt(m[1]), BigInt(m[2]));
     m = /^([0-9]*)(?:\.([0-9]+))?$/.exec(str);
@@ -98,8 +99,7 @@ const SPECC_PLAN = (() => {
     const d = spec.data;
     const rate = readNumber(state.rate, "the rate");
     if (cmp(rate, 0n) <= 0) throw new Error("the rate must be positive");
-    const isl = BigInt(parseInt(state.isl, 10)), osl = BigInt(parseInt(state.osl, 10));
-    const chunk = BigInt(parseInt(state.chunk, 10));
+    const isl = whole(state.isl, "ISL"), osl = whole(state.osl, "OSL"), chunk = whole(state.chunk, "the chunk budget");
     if (!(isl >= 1n) || !(osl >= 2n)) throw new Error("ISL must be at least 1 and OSL at least 2 (a TPOT needs one decode step)");
     if (!(chunk >= 1n)) throw new Error("the chunk budget must be at least 1 token");
     const longest = plan_final_context(isl, osl);
@@ -107,8 +107,12 @@ const SPECC_PLAN = (() => {
       throw new Error(`ISL + OSL = ${longest} is beyond the spec's max_context ${d.max_context}`);
     }
     const ms = (s, what) => (String(s).trim() === "" ? null : _R.q(readNumber(s, what), 1000n));
-    const maxGpus = BigInt(parseInt(state.max_gpus, 10));
+    const maxGpus = whole(state.max_gpus, "max GPUs");
     if (!(maxGpus >= 1n)) throw new Error("max GPUs must be at least 1");
+    if (maxGpus > MAX_GPUS) throw new Error(`the page searches at most ${MAX_GPUS} GPUs (specc plan --max-gpus takes more)`);
+    if ((isl + chunk - 1n) / chunk > MAX_CHUNKS) {
+      throw new Error(`the page times at most ${MAX_CHUNKS} prefill chunks per prompt (ISL / chunk budget); specc plan takes more`);
+    }
     const prices = Object.create(null), priceText = Object.create(null);
     for (const part of String(state.prices).split(",").map((p) => p.trim()).filter(Boolean)) {
       const [k, v] = part.split("=");
@@ -123,6 +127,13 @@ const SPECC_PLAN = (() => {
     return { rate, isl, osl, chunk, arrivals: state.arrivals, ttft: ms(state.ttft, "the TTFT target"),
       tpot: ms(state.tpot, "the TPOT target"), maxGpus, prices: priced ? prices : null, priceText, devices,
       formats: selected("formats", d.formats.map((f, i) => String(i))).map(Number), mode: state.mode };
+  }
+  // bounds of the page's own loops (replica counts, prefill chunks), not of the planner
+  const MAX_GPUS = 1024n, MAX_CHUNKS = 4096n;
+  function whole(s, what) {             // a whole number from the URL or a field (at most 15 digits)
+    const str = String(s).trim();
+    if (!/^[0-9]{1,15}$/.test(str)) throw new Error(`${what} must be a whole number of at most 15 digits, got '${str.slice(0, 20)}'`);
+    return BigInt(str);
   }
   const selected = (key, all) => (state[key] === null ? all : state[key].split(",").filter((x) => all.includes(x)));
 
