@@ -166,6 +166,16 @@ def cost(ops, price, devices):
     return price * devices
 
 
+def reserved_requests(ops, b):
+    """B + 1: the KV reserved per instance is the running batch's and one more being admitted."""
+    return b + 1
+
+
+def max_instances(ops, max_gpus, instance):
+    """⌊max GPUs / GPUs per instance⌋: the most instances (replicas, or prefill + decode) searched."""
+    return max_gpus // instance
+
+
 def memory_ratio(ops, b, fit):
     """(B + 1)/N: a request is admitted only when its whole final context fits."""
     return (b + 1) / fit
@@ -213,6 +223,8 @@ FORMULAS = {
     "per_gpu": (per_gpu, ("rate", "tokens", "gpus")),
     "gpus": (gpus, ("replicas", "prefill_replicas", "instance")),
     "cost": (cost, ("price", "devices")),
+    "reserved_requests": (reserved_requests, ("b",)),
+    "max_instances": (max_instances, ("max_gpus", "instance")),
     "memory_ratio": (memory_ratio, ("b", "fit")),
     "ratio": (ratio, ("value", "target")),
     "square": (lambda ops, s: s * s, ("s",)),

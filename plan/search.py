@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..dsl.errors import SpecError
+from . import formulas as F
 from .queries import Asker, Layout, Queries
-from .serving import (AGGREGATED, DISAGGREGATED, Deployment, EngineRules, LayoutFacts, Targets, Traffic,
+from .serving import (AGGREGATED, DISAGGREGATED, EXACT, Deployment, EngineRules, LayoutFacts, Targets, Traffic,
                       chunks, decode_steps, evaluate, mean_context)
 
 _SLACK = 1e-6           # float ratios within this of 1 are decided exactly
@@ -153,7 +154,7 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
     ttft_target = float(targets.ttft) if targets.ttft is not None else None
     tpot_target = float(targets.tpot) if targets.tpot is not None else None
     per = lay.gpus
-    most = space.max_gpus // per
+    most = F.max_instances(EXACT, space.max_gpus, per)
     if most < 1:
         return 0
     # per class of the traffic: share, prefill time, chunks

@@ -402,7 +402,7 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
                             "the prefill queue grows without bound")
         s, s2 = _service(facts, None, None)
         ev.figures["ttft"] = F.disaggregated_ttft(FIG, tp, _queue_wait(t, lam_p, s, s2), kv)
-    ev.figures["kv_per_device"] = facts.kv_reserved(b + 1)
+    ev.figures["kv_per_device"] = facts.kv_reserved(F.reserved_requests(EXACT, b))
     ev.figures["workspace_per_device"] = Figure.query(f"{facts.workspace} B", facts.workspace)
     ev.figures["free_per_device"] = F.free_memory(FIG, facts.memory, facts.weights, ev.figures["kv_per_device"],
                                                   ev.figures["workspace_per_device"])

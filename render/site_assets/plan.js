@@ -156,7 +156,7 @@ const SPECC_PLAN = (() => {
       if (per > inp.maxGpus) return;
       const dev = device[L.device];
       const nFit = fns[L.fit](H);
-      const most = inp.maxGpus / per;
+      const most = plan_max_instances(inp.maxGpus, per);
       if (cmp(nFit, 1n) < 0) { misses.push({ L, note: "the weights and one request's KV do not fit in the usable memory" }); return; }
       const time = fns[L.time];
       const memo = new Map();
@@ -173,7 +173,7 @@ const SPECC_PLAN = (() => {
       const limit = 1n << 20n;
       const batch = (k) => leastSatisfying((b) => plan_batch_holds(b, k, td(b)), limit);
       const common = (row, b) => {
-        const kv = fns[L.state](H, b + 1n);
+        const kv = fns[L.state](H, plan_reserved_requests(b));
         const weights = parseExact(L.weights), ws = parseExact(dev.workspace);
         row.figures.kv_per_device = kv;
         row.figures.workspace_per_device = ws;
@@ -347,7 +347,7 @@ const SPECC_PLAN = (() => {
       step_time: row.batch === null ? null : fill(beyond ? L.queries.decode_beyond_fit : L.queries.decode, { H: Hbar, B: row.batch }),
       requests_that_fit: fill(L.queries.fit, { H }),
       weights_per_device: L.queries.weights,
-      kv_per_device: row.batch === null ? null : fill(L.queries.state, { H, B: row.batch + 1n }),
+      kv_per_device: row.batch === null ? null : fill(L.queries.state, { H, B: plan_reserved_requests(row.batch) }),
       prefill_time: inp.chunk >= inp.isl ? fill(L.queries.first_chunk, { P: inp.isl }) : null,
     };
   }
