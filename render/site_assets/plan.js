@@ -412,9 +412,11 @@ const SPECC_PLAN = (() => {
   function chart(plan, inp) {
     const holder = $("chart");
     holder.textContent = "";
-    if (!plan.front.length) return;
+    // the front, and the chosen deployment (outlined) where the front does not hold it
+    const points = plan.chosen && !plan.front.includes(plan.chosen) ? [...plan.front, plan.chosen] : plan.front;
+    if (!points.length) return;
     const W = 560, Hh = 260, pad = 48;
-    const xs = plan.front.map((r) => toNumber(r.cost)), ys = plan.front.map((r) => toNumber(r.figures.throughput_per_gpu));
+    const xs = points.map((r) => toNumber(r.cost)), ys = points.map((r) => toNumber(r.figures.throughput_per_gpu));
     const xmax = Math.max(...xs) * 1.1 || 1, ymax = Math.max(...ys) * 1.1 || 1;
     const ns = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(ns, "svg");
@@ -436,7 +438,7 @@ const SPECC_PLAN = (() => {
     el("text", { x: pad - 4, y: 16, "text-anchor": "end", "font-size": 11 }, num(ymax, 0));
     const colors = ["#1f5fbf", "#d9822b", "#2e8b57", "#8e6bbf", "#c0392b"];
     const names = inp.devices;
-    plan.front.forEach((r, i) => {
+    points.forEach((r, i) => {
       const cx = pad + (xs[i] / xmax) * (W - pad - 10), cy = Hh - pad - (ys[i] / ymax) * (Hh - pad - 10);
       const c = el("circle", { cx, cy, r: r === plan.chosen ? 7 : 5, fill: colors[names.indexOf(r.L.device) % colors.length],
         stroke: r === plan.chosen ? "#000" : "none", "stroke-width": 2 });
@@ -444,9 +446,17 @@ const SPECC_PLAN = (() => {
       t.textContent = `${text(r.gpus)}× ${r.L.device}: ${describe(r)}; ${num(r.figures.throughput_per_gpu, 1)} tokens/s per GPU`;
       c.append(t);
     });
-    names.forEach((n, i) => el("text", { x: W - 10, y: 20 + 14 * i, "text-anchor": "end", "font-size": 11,
-      fill: colors[i % colors.length] }, n));
     holder.append(svg);
+    const legend = document.createElement("p");
+    legend.className = "hint";
+    names.forEach((n, i) => {
+      const mark = document.createElement("span");
+      mark.textContent = `● ${n}  `;
+      mark.style.color = colors[i % colors.length];
+      legend.append(mark);
+    });
+    legend.append(document.createTextNode("(the chosen deployment is outlined)"));
+    holder.append(legend);
   }
 
   function render() {
