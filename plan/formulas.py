@@ -242,7 +242,7 @@ def symbolic(name: str):
 
 def javascript() -> str:
     """Every formula printed to JavaScript (`plan_<name>(args...)`, exact BigInt/rational)."""
-    from ..compiler import codegen
+    from ..compiler.lanes import codegen
 
     return "".join(codegen.emit(symbolic(name), list(args), "javascript", f"plan_{name}", shared=False)
                    for name, (_, args) in FORMULAS.items())

@@ -52,8 +52,9 @@ def _public_path(path) -> str:
 
 
 def _exact(value) -> str:
-    v = Fraction(value)
-    return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+    from ..dsl.human import exact_text
+
+    return exact_text(Fraction(value))
 
 
 def _devices(asker, names) -> list[dict]:
@@ -93,7 +94,7 @@ class _Functions:
         self._index: dict[str, int] = {}
 
     def add(self, expr, args) -> int:
-        from ..compiler import codegen
+        from ..compiler.lanes import codegen
 
         source = codegen.emit(expr, list(args), "javascript", shared=False)
         if source not in self._index:
@@ -110,8 +111,8 @@ def _symbolic(asker, text: str):
 
 def export_plan(path: str, devices=None) -> dict:
     """Everything the plan view needs about one spec (see the module doc)."""
-    from ..compiler.codegen import CodegenError
-    from ..compiler.patterns import NoClosedForm
+    from ..compiler.lanes.codegen import CodegenError
+    from ..compiler.schema.patterns import NoClosedForm
     from ..dsl.errors import SpecError
     from ..plan.queries import Asker
     from ..plan.run import DEFAULT_DEVICES, formats_of
