@@ -1,6 +1,6 @@
 // specc plan view: the planner's search (plan/search.py, plan/serving.py) over the closed
 // forms render/plan_site.py exports (data/plan_<spec>.js: call_time, b_max and state_bytes
-// of each layout, printed by compiler/codegen.py) and the serving model's formulas printed
+// of each layout, printed by compiler/lanes/codegen.py) and the serving model's formulas printed
 // from plan/formulas.py (data/plan_formulas.js: plan_*). This file composes them (loops over
 // layouts, replica counts and prefill chunks; the least batch that satisfies the fixed point)
 // and keeps the controls, URL state, table and chart; it does no capacity or time arithmetic
