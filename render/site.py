@@ -487,6 +487,19 @@ class _Exported:
             self.messages.append(message)
         self.unavailable[key] = self.messages.index(message)
 
+    def plain(self) -> dict:
+        """What absorb reads, as plain data (a cache entry: render/site_cache.py)."""
+        return {"functions": self.functions, "messages": self.messages, "unavailable": self.unavailable}
+
+    @classmethod
+    def from_plain(cls, value: dict) -> "_Exported":
+        out = cls()
+        for source in value["functions"]:
+            out._source_index.setdefault(source, len(out.functions))
+            out.functions.append(source)
+        out.messages, out.unavailable = list(value["messages"]), dict(value["unavailable"])
+        return out
+
     def absorb(self, other: "_Exported") -> list:
         """Take another part's functions and reasons; returns how its function indices map to this one's."""
         fmap = []
@@ -636,6 +649,79 @@ def join_parts(parts: list[dict]) -> dict:
     return data
 
 
+def _cached_parts(path: str, key: str | None) -> list:
+    """_parts(path), from the cache while the spec and every file it read are unchanged."""
+    from . import site_cache
+
+    name = None if key is None else site_cache.name(key, "parts")
+    found = None if name is None else site_cache.load(name, "parts")
+    if found is not None:
+        return [((path, part), cost) for part, cost in found]
+    parts = _parts(path)
+    if name is not None:
+        site_cache.store(name, "parts", site_cache.dependencies(path), [[task[1], cost] for task, cost in parts])
+    return parts
+
+
+def export_part_cached(job) -> tuple:
+    """export_part(task), stored under the entry name `name` (None: not cached); (data, seconds)."""
+    import time
+
+    from . import site_cache
+
+    task, name = job
+    start = time.perf_counter()
+    data = export_part(task)
+    if name is not None:
+        site_cache.store(name, "part", site_cache.dependencies(task[0]),
+                         {"data": {k: v for k, v in data.items() if k != "_out"}, "out": data["_out"].plain()})
+    return data, time.perf_counter() - start
+
+
+def export_parts(spec_paths: list[str], jobs: int = 2, progress=None) -> list:
+    """[(task, data)] for every part of every spec, the longest first (the order join_parts
+    numbers functions in): parts cached by content (render/site_cache.py) are read, the others
+    exported on `jobs` worker processes and stored. progress(event, **facts) hears "spec" (done,
+    total, path) as each spec's parts are known, "planned" (specs, parts, cached, to_export,
+    jobs), then "part" (done, total, path, part, seconds) as each exported part finishes."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from . import site_cache
+
+    report = progress or (lambda event, **facts: None)
+    keys, costed = {}, []
+    for count, path in enumerate(spec_paths, 1):
+        keys[path] = site_cache.spec_key(path, _public_path(path))
+        costed += _cached_parts(path, keys[path])
+        report("spec", done=count, total=len(spec_paths), path=path)
+    tasks = [task for _, task in sorted(((-cost, task) for task, cost in costed), key=lambda t: t[0])]
+    sizes = {path: node_sizes(device_files(path)) for path in spec_paths}
+    names, done = [], []
+    for path, part in tasks:
+        name = None if keys[path] is None else site_cache.name(keys[path], "part", part, sizes[path])
+        found = None if name is None else site_cache.load(name, "part")
+        names.append(name)
+        done.append(None if found is None else {**found["data"], "_out": _Exported.from_plain(found["out"])})
+    todo = [i for i, data in enumerate(done) if data is None]
+    workers = max(1, min(jobs, len(todo)))
+    report("planned", specs=len(spec_paths), parts=len(tasks), cached=len(tasks) - len(todo),
+           to_export=len(todo), jobs=workers)
+
+    def finished(count, i, data, seconds):
+        done[i] = data
+        report("part", done=count, total=len(todo), path=tasks[i][0], part=tasks[i][1], seconds=seconds)
+
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            futures = {pool.submit(export_part_cached, (tasks[i], names[i])): i for i in todo}
+            for count, future in enumerate(as_completed(futures), 1):
+                finished(count, futures[future], *future.result())
+    else:
+        for count, i in enumerate(todo, 1):
+            finished(count, i, *export_part_cached((tasks[i], names[i])))
+    return list(zip(tasks, done))
+
+
 def export_spec(path: str) -> dict:
     """Everything the page needs about one spec."""
     return join_parts([export_part(task) for task, _ in _parts(path)])
@@ -730,10 +816,7 @@ def _byte_units() -> dict:
 def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = None, jobs: int = 2,
                progress=None, plan: bool = False) -> list[Path]:
     """Write the explorer, its data files and (when given) a copy of the docs; with `plan`,
-    the plan view's data too (render/plan_site.py). progress(done, total, spec_path) is
-    called as each export part finishes."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
+    the plan view's data too (render/plan_site.py). progress(event, **facts): see export_parts."""
     from ..compiler.lanes import codegen
     from ..compiler.query.queries import QueryEngine
     from ..compiler.schema.spec import load_spec
@@ -746,22 +829,8 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
         safe_stem(path)                       # names data files and links: checked before any work
     # refused before any work: a folder specc did not make is never written into or cleaned
     previous = previous_files(out_dir, "site")
-    tasks = [task for _, task in sorted(((-cost, task) for p in spec_paths for task, cost in _parts(p)),
-                                        key=lambda t: t[0])]
-    report = progress or (lambda done, total, path: None)
-    if jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(jobs) as pool:
-            futures = {pool.submit(export_part, task): i for i, task in enumerate(tasks)}
-            done = [None] * len(tasks)
-            for count, future in enumerate(as_completed(futures), 1):
-                done[futures[future]] = future.result()
-                report(count, len(tasks), tasks[futures[future]][0])
-    else:
-        done = []
-        for task in tasks:
-            done.append(export_part(task))
-            report(len(done), len(tasks), task[0])
-    exported = [join_parts([d for task, d in zip(tasks, done) if task[0] == p]) for p in spec_paths]
+    done = export_parts(spec_paths, jobs, progress)
+    exported = [join_parts([data for task, data in done if task[0] == p]) for p in spec_paths]
     files: dict = {}
     index = []
     for data in exported:

@@ -30,16 +30,16 @@ def site(out_dir, spec_glob, docs_dir, jobs, with_plan):
     carries the specc query that reproduces it. Nothing is fetched at view
     time: open DIR/explorer.html from disk or serve the folder. Exporting
     every shipped spec's closed forms (each layout, option, and the capacity,
-    fit and time formulas of every layout) takes about two and a half minutes
-    on two idle cores; progress goes to standard error.
+    fit and time formulas of every layout) takes minutes on two cores the
+    first time; each part is cached by content (in the per-user cache, see
+    SPECC_CACHE_DIR), so a rebuild exports only the parts of specs, libraries
+    or devices that changed. Progress goes to standard error.
 
     \b
     specc site -o site/
     specc site -o /tmp/site --specs 'specs/<family>_*.yaml'
     specc site -o /tmp/site --specs 'specs/<family>_*.yaml' --plan
     """
-    from .render.site import write_site
-
     paths = sorted(glob.glob(spec_glob))
     if not paths:
         click.echo(f"error: no spec matches '{spec_glob}'", err=True)
@@ -48,13 +48,29 @@ def site(out_dir, spec_glob, docs_dir, jobs, with_plan):
     start = time.perf_counter()
     tty = sys.stderr.isatty()
 
-    def progress(done, total, path):
-        # every part on a terminal (one line, rewritten); a line per tenth in a log
-        if tty or done == total or done % max(1, total // 10) == 0:
-            back = "\r" if tty else ""
-            click.echo(f"{back}exported {done}/{total} parts ({Path(path).stem}), "
-                       f"{time.perf_counter() - start:.0f} s", err=True, nl=not tty or done == total)
+    def say(text, rewrite=False):
+        # a terminal rewrites one status line; a log gets whole lines
+        if tty:
+            click.echo(f"\r\033[K{text}", err=True, nl=not rewrite)
+        elif not rewrite:
+            click.echo(text, err=True)
 
+    def progress(event, **facts):
+        elapsed = f"{time.perf_counter() - start:.0f} s"
+        if event == "spec":
+            say(f"reading specs: {facts['done']}/{facts['total']} ({Path(facts['path']).stem}), {elapsed}",
+                rewrite=True)
+        elif event == "planned":
+            say(f"{facts['specs']} specs, {facts['parts']} export parts: {facts['cached']} cached, "
+                f"{facts['to_export']} to export" + (f" on {facts['jobs']} worker processes, the longest first"
+                                                     if facts["to_export"] else "") + f" ({elapsed})")
+        elif event == "part":
+            part = "base" if facts["part"] == "base" else f"tp={facts['part']}"
+            say(f"exported {facts['done']}/{facts['total']}: {Path(facts['path']).stem} {part} "
+                f"in {facts['seconds']:.1f} s ({elapsed})", rewrite=tty and facts["done"] < facts["total"])
+
+    say(f"specc site: {len(paths)} specs from {spec_glob}, writing {out_dir}")
+    from .render.site import write_site
     from .render.views import RenderError
 
     try:

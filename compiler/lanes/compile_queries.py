@@ -117,17 +117,24 @@ def store_for(engine: QueryEngine) -> Store:
     return store
 
 
-def note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
+def dependency_hashes(engine: QueryEngine, extra=()) -> dict:
+    """{path: SHA-256 of the bytes the engine's answers came from (taken when read, else
+    the file now), or None for a file that must stay absent} for every file the engine's
+    answers so far can depend on (see _dependencies) and the files `extra`: what an entry
+    computed from them is valid for (compiled.file_hash of each must still match)."""
     from ...dsl.yamlload import READ_HASHES
 
     deps = _dependencies(engine)
     for path in extra:
         deps.setdefault(str(Path(path).resolve()), None)
-    for path, known in sorted(deps.items(), key=lambda item: item[0]):
+    return {path: None if known is _ABSENT else (known or READ_HASHES.get(path) or compiled.file_hash(path))
+            for path, known in sorted(deps.items(), key=lambda item: item[0])}
+
+
+def note_dependencies(engine: QueryEngine, store: Store, extra=()) -> None:
+    for path, digest in dependency_hashes(engine, extra).items():
         if path not in store.deps:
-            # the hash of the bytes read (taken then), else of the file now; None: must stay absent
-            store.deps[path] = None if known is _ABSENT else (
-                known or READ_HASHES.get(path) or compiled.file_hash(path))
+            store.deps[path] = digest
     # within this process too, a later change of any of them retires the store (compiled.load re-hashes)
 
 
