@@ -29,9 +29,59 @@ def substitute(expr, mapping: dict):
     are dropped first: xreplace rebuilds every node above a replaced symbol even when
     the replacement is the symbol itself, and rebuilding re-evaluates each Min/Max
     (sympy proves their arguments comparable), which made symbolic roofline forms
-    minutes long."""
+    minutes long.
+
+    The result is sympy's xreplace, node for node, but each (sub-expression, mapping)
+    is rebuilt once per process (_SUBSTITUTED): the ops of a model share sub-expressions
+    and the same mappings recur for every layout and format of a site export, and
+    rebuilding a Min/Max costs milliseconds of proofs each time."""
     changed = {k: v for k, v in mapping.items() if k is not v}
-    return expr.xreplace(changed) if changed else expr
+    if not changed:
+        return expr
+    if not isinstance(expr, sp.Basic):
+        return expr.xreplace(changed)
+    global _SUBSTITUTED_NODES
+    key = tuple(sorted(changed.items(), key=lambda item: str(item[0])))
+    memo = _SUBSTITUTED.get(key)
+    if memo is None:
+        if _SUBSTITUTED_NODES > _SUBSTITUTED_LIMIT:
+            _SUBSTITUTED.clear()
+            _SUBSTITUTED_NODES = 0
+        memo = _SUBSTITUTED[key] = {}
+    before = len(memo)
+    result = _xreplace(expr, changed, memo)[0]
+    _SUBSTITUTED_NODES += len(memo) - before
+    return result
+
+
+# (symbol, replacement) pairs -> {node: (node replaced, whether it changed)}
+_SUBSTITUTED: dict = {}
+_SUBSTITUTED_NODES = 0
+_SUBSTITUTED_LIMIT = 200_000
+_PLAIN_XREPLACE = (sp.Basic._xreplace, sp.Atom._xreplace)
+
+
+def _xreplace(node, rule: dict, memo: dict) -> tuple:
+    """sympy's Basic._xreplace (1.14), remembering each node's result in `memo`."""
+    found = memo.get(node)
+    if found is not None:
+        return found
+    if getattr(type(node), "_xreplace", None) not in _PLAIN_XREPLACE:
+        found = node._xreplace(rule)            # a class with its own rule: as sympy does it
+    elif node in rule:
+        found = rule[node], True
+    else:
+        args, changed = [], False
+        for arg in node.args:
+            if getattr(arg, "_xreplace", None) is not None:
+                new, did = _xreplace(arg, rule, memo)
+                args.append(new)
+                changed |= did
+            else:
+                args.append(arg)
+        found = (node.func(*args), True) if changed else (node, False)
+    memo[node] = found
+    return found
 
 
 def model_env(model) -> dict:
