@@ -664,7 +664,9 @@ def _cached_parts(path: str, key: str | None) -> list:
 
 
 def export_part_cached(job) -> tuple:
-    """export_part(task), stored under the entry name `name` (None: not cached); (data, seconds)."""
+    """export_part(task) as plain data (what join_parts reads: a worker hands back no sympy
+    expression, which unpickling would rebuild, proofs and all, one part at a time in the
+    parent), stored under the entry name `name` (None: not cached); (plain, seconds)."""
     import time
 
     from . import site_cache
@@ -672,10 +674,14 @@ def export_part_cached(job) -> tuple:
     task, name = job
     start = time.perf_counter()
     data = export_part(task)
+    plain = {"data": {k: v for k, v in data.items() if k != "_out"}, "out": data["_out"].plain()}
     if name is not None:
-        site_cache.store(name, "part", site_cache.dependencies(task[0]),
-                         {"data": {k: v for k, v in data.items() if k != "_out"}, "out": data["_out"].plain()})
-    return data, time.perf_counter() - start
+        site_cache.store(name, "part", site_cache.dependencies(task[0]), plain)
+    return plain, time.perf_counter() - start
+
+
+def _from_plain(plain: dict) -> dict:
+    return {**plain["data"], "_out": _Exported.from_plain(plain["out"])}
 
 
 def export_parts(spec_paths: list[str], jobs: int = 2, progress=None) -> list:
@@ -701,14 +707,14 @@ def export_parts(spec_paths: list[str], jobs: int = 2, progress=None) -> list:
         name = None if keys[path] is None else site_cache.name(keys[path], "part", part, sizes[path])
         found = None if name is None else site_cache.load(name, "part")
         names.append(name)
-        done.append(None if found is None else {**found["data"], "_out": _Exported.from_plain(found["out"])})
+        done.append(None if found is None else _from_plain(found))
     todo = [i for i, data in enumerate(done) if data is None]
     workers = max(1, min(jobs, len(todo)))
     report("planned", specs=len(spec_paths), parts=len(tasks), cached=len(tasks) - len(todo),
            to_export=len(todo), jobs=workers)
 
-    def finished(count, i, data, seconds):
-        done[i] = data
+    def finished(count, i, plain, seconds):
+        done[i] = _from_plain(plain)
         report("part", done=count, total=len(todo), path=tasks[i][0], part=tasks[i][1], seconds=seconds)
 
     if workers > 1:
