@@ -3,10 +3,13 @@ read back byte-identical while nothing it was computed from changed."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
+from click.testing import CliRunner
 
+from specc.cli import main
 from specc.compiler.compiled import file_hash
 from specc.dsl.search_path import SHIPPED
 from specc.render import site as S
@@ -29,24 +32,36 @@ def spec(tmp_path, monkeypatch):
     return str(path)
 
 
-def test_a_rebuild_reads_every_part_and_an_edit_exports_the_spec_again(spec):
-    first, js, events = _export([spec])
-    assert first["cached"] == 0 and first["to_export"] == first["parts"] > 1
-    assert sum(1 for event, _ in events if event == "part") == first["parts"]
-    again, js_again, events = _export([spec])
-    assert again["cached"] == again["parts"] == first["parts"] and again["to_export"] == 0
-    assert not any(event == "part" for event, _ in events)
-    assert js_again == js                                         # byte for byte
+def _site(spec, out):
+    """`specc site` on one spec: (its stderr lines, the spec's data file)."""
+    result = CliRunner().invoke(main, ["site", "-o", str(out), "--specs", spec, "--docs", str(out) + "-no-docs",
+                                       "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    return result.stderr.splitlines(), (out / "data" / "mine.js").read_bytes()
+
+
+def test_a_rebuild_reads_every_part_and_an_edit_exports_the_spec_again(spec, tmp_path):
+    out = tmp_path / "site"
+    lines, js = _site(spec, out)
+    # what it does, before any work: the specs, then the parts and how many are cached, then each part
+    assert lines[0].startswith("specc site: 1 specs from ")
+    assert re.fullmatch(r"1 specs, (\d+) export parts: 0 cached, \1 to export on 1 worker processes, "
+                        r"the longest first \(\d+ s\)", lines[1]), lines[1]
+    parts = int(lines[1].split()[2])
+    assert parts > 1 and [re.match(r"exported (\d+)/(\d+): mine (base|tp=\d+) in ", line).group(1, 2)
+                          for line in lines[2:]] == [(str(i), str(parts)) for i in range(1, parts + 1)]
+    lines, js_again = _site(spec, out)
+    assert lines[1] == f"1 specs, {parts} export parts: {parts} cached, 0 to export" + lines[1][lines[1].index(" ("):]
+    assert len(lines) == 2 and js_again == js                      # byte for byte
     original = open(spec, "rb").read()
     with open(spec, "ab") as fh:
         fh.write(b"\n# an edit\n")
-    edited, js_edited, _ = _export([spec])
-    assert edited["cached"] == 0 and edited["to_export"] == first["parts"]
-    assert js_edited == js                                        # a comment changes no figure
+    lines, js_edited = _site(spec, out)
+    assert f"0 cached, {parts} to export" in lines[1] and js_edited == js     # a comment changes no figure
     with open(spec, "wb") as fh:
         fh.write(original)
-    restored, js_restored, _ = _export([spec])                   # by content: the old entries answer again
-    assert restored["cached"] == restored["parts"] and js_restored == js
+    lines, js_restored = _site(spec, out)                         # by content: the old entries answer again
+    assert f"{parts} cached, 0 to export" in lines[1] and js_restored == js
 
 
 def test_an_entry_is_used_only_while_every_file_it_read_is_unchanged(tmp_path, monkeypatch):
