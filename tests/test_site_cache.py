@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from specc.cli import main
-from specc.compiler.compiled import file_hash
+from specc.compiler.lanes.compiled import file_hash
 from specc.dsl.search_path import SHIPPED
 from specc.render import site as S
 from specc.render import site_cache
