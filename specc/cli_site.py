@@ -62,7 +62,8 @@ def site(out_dir, spec_glob, docs_dir, jobs, with_plan):
                 rewrite=True)
         elif event == "planned":
             say(f"{facts['specs']} specs, {facts['parts']} export parts: {facts['cached']} cached, "
-                f"{facts['to_export']} to export" + (f" on {facts['jobs']} worker processes, the longest first"
+                f"{facts['to_export']} to export" + (f" on {facts['jobs']} worker process"
+                                                     + ("es" if facts["jobs"] > 1 else "") + ", the longest first"
                                                      if facts["to_export"] else "") + f" ({elapsed})")
         elif event == "part":
             part = "base" if facts["part"] == "base" else f"tp={facts['part']}"

@@ -45,7 +45,7 @@ def test_a_rebuild_reads_every_part_and_an_edit_exports_the_spec_again(spec, tmp
     lines, js = _site(spec, out)
     # what it does, before any work: the specs, then the parts and how many are cached, then each part
     assert lines[0].startswith("specc site: 1 specs from ")
-    assert re.fullmatch(r"1 specs, (\d+) export parts: 0 cached, \1 to export on 1 worker processes, "
+    assert re.fullmatch(r"1 specs, (\d+) export parts: 0 cached, \1 to export on 1 worker process, "
                         r"the longest first \(\d+ s\)", lines[1]), lines[1]
     parts = int(lines[1].split()[2])
     assert parts > 1 and [re.match(r"exported (\d+)/(\d+): mine (base|tp=\d+) in ", line).group(1, 2)
