@@ -129,3 +129,17 @@ def relative_files(out_dir: Path) -> dict:
             if not path.is_symlink():
                 out[path.relative_to(out_dir).as_posix()] = path.read_bytes()
     return out
+
+
+def public_path(path) -> str:
+    """A path as the published site shows it: relative to the folder specc ran in, or
+    the file's name alone (never the build machine's absolute paths)."""
+    import os
+
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    try:
+        return Path(text).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return Path(text).name

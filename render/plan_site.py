@@ -33,22 +33,10 @@ import json
 from fractions import Fraction
 from pathlib import Path
 
+from .output_tree import public_path
+
 # the planner's space the page searches (see the module doc)
 PAGE_SPACE = {"pp": (1,), "max_gpus": 64}
-
-
-def _public_path(path) -> str:
-    """A spec's path as the page prints it in commands: relative to the folder specc ran in,
-    or the file's name alone (never the build machine's absolute paths)."""
-    import os
-
-    text = str(path)
-    if not os.path.isabs(text):
-        return text
-    try:
-        return Path(text).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return Path(text).name
 
 
 def _exact(value) -> str:
@@ -153,7 +141,7 @@ def export_plan(path: str, devices=None) -> dict:
         })
     max_context = spec.max_context
     return {
-        "name": Path(path).stem, "model": spec.model, "path": _public_path(path),
+        "name": Path(path).stem, "model": spec.model, "path": public_path(path),
         "max_context": None if max_context is None else int(getattr(max_context, "value", max_context)),
         "moe": any(r["dp"] > 1 or r["ep"] > 1 for r in rows),
         "formats": [{"name": ",".join(f"{k}={v}" for k, v in fmt) or "default",

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..compiler.query.query_value import make_call
 from ..dsl.search_path import device_files
+from .output_tree import public_path
 
 ASSETS = Path(__file__).with_name("site_assets")
 # argument order of every exported function
@@ -423,20 +424,6 @@ def export_devices(engine, files: list) -> list[dict]:
     return devices
 
 
-def _public_path(path) -> str:
-    """A path as the published site shows it: relative to the folder specc ran in, or
-    the file's name alone (never the build machine's absolute paths)."""
-    import os
-
-    text = str(path)
-    if not os.path.isabs(text):
-        return text
-    try:
-        return Path(text).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return Path(text).name
-
-
 def node_sizes(files: list) -> list:
     """The distinct gpus_per_node of the device files (None: no node size given): collectives
     are exported once per node size, since a group that spans nodes costs differently."""
@@ -697,7 +684,7 @@ def export_parts(spec_paths: list[str], jobs: int = 2, progress=None) -> list:
     report = progress or (lambda event, **facts: None)
     keys, costed = {}, []
     for count, path in enumerate(spec_paths, 1):
-        keys[path] = site_cache.spec_key(path, _public_path(path))
+        keys[path] = site_cache.spec_key(path, public_path(path))
         costed += _cached_parts(path, keys[path])
         report("spec", done=count, total=len(spec_paths), path=path)
     tasks = [task for _, task in sorted(((-cost, task) for task, cost in costed), key=lambda t: t[0])]
@@ -782,10 +769,10 @@ def _export_base(path, spec, engine, all_variants, layouts, out: _Exported) -> d
     from ..verify import sources as S
 
     for record, result in zip(claims["claims"], results):      # the page shows sources and quotes in English
-        record["spec"] = _public_path(record["spec"])
+        record["spec"] = public_path(record["spec"])
         record["source_name"], record["gloss"] = S.source_name(result.claim.source), S.gloss(result.claim)
     return {
-        "name": Path(path).stem, "model": spec.model, "path": _public_path(path),
+        "name": Path(path).stem, "model": spec.model, "path": public_path(path),
         "max_context": None if model.max_context is None else int(model.max_context),
         "options": [{"name": n, "default": o.default, "choices": list(o.choices), "doc": o.doc or ""}
                     for n, o in spec.options.items()],
