@@ -121,10 +121,15 @@ const SPECC = (() => {
 
   // ------------------------------------------------------------ state and the URL
   const state = { spec: null, device: null, memory: "", workspace: "0 B", format: null, options: {},
+                  weights: "", kv: "", compute: "",
                   B: DEFAULTS.B, S: DEFAULTS.S, P: DEFAULTS.P, G: DEFAULTS.G, H: DEFAULTS.H,
                   tp: 1n, pp: 1n, ep: 1n, dp: 1n, mfu: "1", mbu: "1", overlap: false };
   const DEGREES = ["tp", "pp", "ep", "dp"];
   const RATES = ["mfu", "mbu"];
+  // the deployment-format knobs (empty: what the spec's format names): weights= and kv= choose
+  // exported closed forms, compute= which of the device's peaks the time formulas are given
+  const KNOBS = ["weights", "kv", "compute"];
+  const knobChoices = (key) => (key === "compute" ? site.knobs.compute : site.knobs[key].map((k) => k.name));
 
   // a fraction of the peak in (0, 1]: "0.8", "1", "1/3" -> exact rational (the engine's mfu=/mbu=)
   function parseFraction(key, text) {
@@ -176,6 +181,12 @@ const SPECC = (() => {
       if (overlap === "true" || overlap === "false") state.overlap = overlap === "true";
       else problems.push(`overlap=${overlap} is not true or false`);
     }
+    for (const key of KNOBS) {
+      const raw = q.get(key);
+      if (raw === null || raw === "") continue;
+      if (knobChoices(key).includes(raw)) state[key] = raw;
+      else problems.push(`${key}=${raw.slice(0, 40)} is not offered (${knobChoices(key).join(", ")})`);
+    }
     state.format = q.get("format");
     state.urlOptions = Object.create(null);
     for (const [k, v] of q.entries()) state.urlOptions[k] = v;
@@ -189,6 +200,7 @@ const SPECC = (() => {
       for (const o of spec.options) if (state.options[o.name] !== o.default) q.set(o.name, state.options[o.name]);
       if (state.format !== defaultFormat(spec)) q.set("format", state.format);
     }
+    for (const key of KNOBS) if (state[key]) q.set(key, state[key]);
     q.set("device", state.device);
     if (state.memory) q.set("memory", state.memory);
     q.set("workspace", state.workspace);
@@ -229,8 +241,21 @@ const SPECC = (() => {
     const parts = [];
     for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
     if (fig.formatted && state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
-    return parts;
+    return parts.concat(knobParts(fig.query));
   }
+  // the knobs a query declares (site.query_params) that the page sets: in its text, and (weights=,
+  // kv=) in the key of the closed forms the export printed for them
+  const declares = (query, name) => (site.query_params[query] || []).includes(name);
+  const knobParts = (query) => KNOBS.filter((k) => state[k] && declares(query, k)).map((k) => `${k}=${state[k]}`);
+  function knobsOf(query) {
+    const out = {};
+    for (const k of ["weights", "kv"]) if (state[k] && declares(query, k)) out[k] = state[k];
+    return out;
+  }
+  const keyOf = (query) => variantKey({ ...state.options, ...knobsOf(query) });
+  const knobbed = (query) => Object.keys(knobsOf(query)).length > 0;
+  const knobsNotExported = (spec) => `not exported: weights= and kv= are exported for ${spec.name}'s default ` +
+    `options and its default format (${defaultFormat(spec)}) on one device; ask specc eval`;
 
   // whether a figure's query passes the spec's maximum context: the context it checks is a
   // printed function of its scenario arguments (SPECC_CONTEXT, data/exact.js)
@@ -245,9 +270,8 @@ const SPECC = (() => {
   function evaluate(entry, fig, at) {     // at: scenario values that replace the page state's
     const values = { ...state, ...(at || {}) };
     const spec = entry.data;
-    const key = variantKey(state.options);
+    const key = keyOf(fig.query);
     const table = spec.variants[key];
-    if (!table) return { fig, error: `the option combination ${key} is not exported` };
     const slot = fig.formatted ? `${fig.id}|${state.format}` : fig.id;
     const args = { B: 0n, S: 0n, P: 0n, G: 0n, H: 0n };
     for (const [arg, src] of fig.args) args[arg] = typeof src === "string" ? values[src] : BigInt(src);
@@ -256,6 +280,9 @@ const SPECC = (() => {
     parts.push(...extras(spec, fig));
     if (extrapolated) parts.push("extrapolate=true");
     const query = `${fig.query}(${parts.join(", ")})`;
+    if (!table || !(slot in table)) {
+      return { fig, query, error: knobbed(fig.query) ? knobsNotExported(spec) : `the option combination ${key} is not exported` };
+    }
     const index = table[slot];
     if (index === null || index === undefined) {
       return { fig, query, error: reason(spec, `${key}#${slot}`) || "not available for this spec" };
@@ -301,13 +328,16 @@ const SPECC = (() => {
     const parts = args.map(([arg, v]) => `${arg}=${v}`);
     parts.push(...dep.args, "per_device=true");
     if (fig.formatted && state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
+    parts.push(...knobParts(fig.query));
     if (extrapolated) parts.push("extrapolate=true");
     const query = `${fig.query}(${parts.join(", ")})`;
     if (!isDefaultOptions(spec)) {
       return { fig, query, error: "per-device figures are exported for the spec's default options" };
     }
-    const slot = fig.formatted ? `${fig.id}|${state.format}|${dep.key}` : `${fig.id}|${dep.key}`;
+    const knobs = variantKey(knobsOf(fig.query));
+    const slot = (knobs ? `${knobs}#` : "") + (fig.formatted ? `${fig.id}|${state.format}|${dep.key}` : `${fig.id}|${dep.key}`);
     const index = spec.deployed[slot];
+    if (index === undefined && knobs) return { fig, query, error: knobsNotExported(spec) };
     if (index === null || index === undefined) {
       return { fig, query, error: reason(spec, `${variantKey(state.options)}#${slot}`) || "not exported for this deployment" };
     }
@@ -326,7 +356,7 @@ const SPECC = (() => {
     const dep = deployment();
     const stateFig = site.figures.find((f) => f.id === "state_request");
     const b = {
-      dep, perDevice: (state.B + dep.dp - 1n) / dep.dp,
+      dep, perDevice: specc_bar_requests(state.B, dep.dp),
       weights: dep.trivial ? results.weight_bytes : evaluateDeployed(entry, "weights_device"),
       one: dep.trivial ? evaluate(entry, stateFig) : evaluateDeployed(entry, "state_device"),
     };
@@ -340,8 +370,9 @@ const SPECC = (() => {
     if (index === null) return { error: reason(entry.data, slot) || "not available for this spec" };
     return { fn: entry.fns[index] };
   }
-  const notExported = (spec) => (isDefaultOptions(spec) ? "not exported for this deployment; ask specc eval"
-    : "with options other than the defaults the page answers for one device; ask specc eval");
+  const notExported = (spec, query) => (query && knobbed(query) ? knobsNotExported(spec)
+    : isDefaultOptions(spec) ? "not exported for this deployment; ask specc eval"
+      : "with options other than the defaults the page answers for one device; ask specc eval");
 
   // The arguments of every printed formula (site.formula_args): the scenario, then the device's
   // memory, workspace, rates, mfu, mbu, links and collective latencies, exact.
@@ -352,10 +383,29 @@ const SPECC = (() => {
     const v = { ...deviceArgsMemo.get(device.name), B: values.B, S: values.S, P: values.P, G: values.G, H: values.H };
     return site.formula_args.map((name) => v[name]);
   }
+  // The math type of the time figures (q_time._compute_dtype): compute=, else the weight scheme's
+  // (weights=, or the one the format names) as the engine resolves it on this device (the device
+  // table's compute_for), else the device's default rate. {dtype, note, error}
+  function computeOf(device) {
+    if (state.compute) {
+      return device.peaks[state.compute] === undefined
+        ? { error: `device '${device.name}' gives no ${state.compute} rate (compute=${state.compute})` }
+        : { dtype: state.compute, note: `compute ${state.compute}` };
+    }
+    const spec = loaded[state.spec].data;
+    const fmt = spec.formats.find((f) => f.name === state.format) || {};
+    const scheme = state.weights ? site.knobs.weights.find((w) => w.name === state.weights)
+      : fmt.scheme ? { name: fmt.scheme, compute: fmt.scheme_compute } : null;
+    if (!scheme) return { dtype: null, note: "" };
+    const dtype = device.compute_for[scheme.compute];
+    return { dtype, note: `compute ${dtype || "default"}: weights=${scheme.name}` };
+  }
   function deviceArgs(device) {
+    const math = computeOf(device);
+    const peak = math.dtype ? device.peaks[math.dtype] : device.flops;
     const v = {
       d_memory: memoryOf(device).value, d_workspace: parseBytes(state.workspace).value,
-      d_flops: device.flops === null ? 1n : parseExact(device.flops),
+      d_flops: peak === null || peak === undefined ? 1n : parseExact(peak),
       d_bandwidth: device.bandwidth === null ? 1n : parseExact(device.bandwidth),
       d_mfu: parseFraction("mfu", state.mfu), d_mbu: parseFraction("mbu", state.mbu),
       d_up: device.scale_up === null ? 1n : parseExact(device.scale_up),
@@ -368,12 +418,13 @@ const SPECC = (() => {
     return v;
   }
 
-  function capacityParts(entry, device, head) {
+  function capacityParts(entry, device, head, name) {
     const spec = entry.data;
     const workspace = parseBytes(state.workspace), memory = memoryOf(device);
     const parts = [`device=${device.name}`, ...head, `workspace=${workspace.text}`, ...deployment().args];
     if (state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
     for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
+    parts.push(...knobParts(name));
     return { parts, workspace, memory };
   }
 
@@ -383,12 +434,12 @@ const SPECC = (() => {
                   doc: "requests of context H that fit beside the weights and the workspace" };
     const spec = entry.data;
     let c;
-    try { c = capacityParts(entry, device, [`H=${state.H}`]); } catch (e) { return { fig, error: e.message }; }
+    try { c = capacityParts(entry, device, [`H=${state.H}`], "b_max"); } catch (e) { return { fig, error: e.message }; }
     const extrapolated = beyondFor(spec, "b_max", { H: state.H });
     if (extrapolated) c.parts.push("extrapolate=true");
     const query = `b_max(${c.parts.join(", ")}${c.memory.query})`;
-    const f = formula(entry, `${variantKey(state.options)}#b_max|${state.format}|${deployment().key}`);
-    if (!f.fn) return { fig, query, error: f.error || notExported(spec) };
+    const f = formula(entry, `${keyOf("b_max")}#b_max|${state.format}|${deployment().key}`);
+    if (!f.fn) return { fig, query, error: f.error || notExported(spec, "b_max") };
     try {
       return { fig, query, extrapolated, value: f.fn(...formulaArgs(device, state)) };
     } catch (e) {
@@ -412,17 +463,17 @@ const SPECC = (() => {
     const fig = { id: "h_max", label: `Longest context for ${separated(state.B)} request${state.B === 1n ? "" : "s"} (h_max)`,
                   unit: "tokens", doc: "the longest context at which B requests fit beside the weights and the workspace" };
     let c;
-    try { c = capacityParts(entry, device, [`B=${state.B}`]); } catch (e) { return { fig, error: e.message }; }
+    try { c = capacityParts(entry, device, [`B=${state.B}`], "h_max"); } catch (e) { return { fig, error: e.message }; }
     const spec = entry.data;
     const query = `h_max(${c.parts.join(", ")}${c.memory.query})`;
-    const vkey = variantKey(state.options);
+    const vkey = keyOf("h_max");
     const bounded = formula(entry, `${vkey}#b_max|${state.format}|${deployment().key}`);    // says why when no state
     const short = formula(entry, `${vkey}#short|${state.format}|${deployment().key}`);
-    if (!bounded.fn || !short.fn) return { fig, query, error: bounded.error || short.error || notExported(spec) };
+    if (!bounded.fn || !short.fn) return { fig, query, error: bounded.error || short.error || notExported(spec, "h_max") };
     try {
       const lo = longest((h) => _R.cmp(short.fn(...formulaArgs(device, { ...state, H: h })), 0n) <= 0);
       if (lo === null) return { fig, query, error: "the state does not bind: any context fits" };
-      return { fig, query, value: beyond(spec, lo) ? BigInt(spec.max_context) : lo };
+      return { fig, query, value: spec.max_context === null ? lo : specc_at_most(lo, BigInt(spec.max_context)) };
     } catch (e) {
       return { fig, query, error: e.message };
     }
@@ -454,14 +505,16 @@ const SPECC = (() => {
     if (extrapolated) parts.push("extrapolate=true");
     const query = `${fig.query}(${parts.join(", ")})`;
     const step = fig.id === "ttft" ? "ttft" : "tpot";
-    const vkey = variantKey(state.options);
+    const vkey = variantKey(state.options), kkey = keyOf(fig.query);     // collectives take no knob
     const node = device.gpus_per_node === null ? "none" : String(device.gpus_per_node);
     const commSlot = `${vkey}#comm_${step}|${dep.key}|${node}`;
-    const compute = formula(entry, `${vkey}#compute_${step}|${state.format}|${dep.stageKey}`);
+    const compute = formula(entry, `${kkey}#compute_${step}|${state.format}|${dep.stageKey}`);
     const comm = formula(entry, commSlot);
-    const short = formula(entry, `${vkey}#short_${step}|${state.format}|${dep.key}`);
+    const short = formula(entry, `${kkey}#short_${step}|${state.format}|${dep.key}`);
     const problem = [compute, comm, short].find((f) => !f.fn);
-    if (problem) return { fig, query, error: problem.error || notExported(spec) };
+    if (problem) return { fig, query, error: problem.error || notExported(spec, fig.query) };
+    const math = computeOf(device);
+    if (math.error) return { fig, query, error: math.error };
     try {
       const vector = formulaArgs(device, values);
       const shortfall = short.fn(...vector);
@@ -470,7 +523,7 @@ const SPECC = (() => {
                  error: `the deployment does not fit: the most loaded ${device.name} is ${separated(shortfall)} B short ` +
                         "(weights, workspace and its requests' state); specc eval gives no time (ignore_fit=true asks anyway)" };
       }
-      if (device.flops === null) throw new Error(`device '${device.name}' has no bf16 or fp16 rate`);
+      if (math.dtype === null && device.flops === null) throw new Error(`device '${device.name}' has no bf16 or fp16 rate`);
       if (device.bandwidth === null) throw new Error(`device '${device.name}' gives no 'bandwidth:'`);
       const needs = (spec.needs[commSlot] || "").split(",");
       if (needs.includes("up") && device.scale_up === null) {
@@ -480,7 +533,8 @@ const SPECC = (() => {
         throw new Error("this deployment spans nodes, and the device gives no scale-out link");
       }
       const seconds = specc_step_seconds(compute.fn(...vector), comm.fn(...vector), state.overlap ? 1n : 0n);
-      return { fig, query, extrapolated, value: fig.id === "throughput" ? specc_per_second(args.B, seconds) : seconds };
+      return { fig, query, extrapolated, compute: math.note,
+               value: fig.id === "throughput" ? specc_per_second(args.B, seconds) : seconds };
     } catch (e) {
       return { fig, query, error: e.message };
     }
@@ -510,6 +564,7 @@ const SPECC = (() => {
       const shown = showValue(result.value, result.fig.unit);
       add(compact ? "span" : "div", "value", shown.main);
       if (shown.note && !compact) add("div", "note", shown.note);
+      if (result.compute && !compact) add("div", "note", result.compute);
       if (result.extrapolated) {
         el.dataset.extrapolated = "true";
         add(compact ? "span" : "div", "note", " extrapolated beyond the spec's maximum context");
@@ -524,7 +579,7 @@ const SPECC = (() => {
     const box = $("bars");
     box.textContent = "";
     if (plan.weights.error) return;
-    const batch = plan.one.error ? plan.one : { value: _R.mul(plan.perDevice, plan.one.value) };
+    const batch = plan.one.error ? plan.one : { value: specc_bar_state(plan.perDevice, plan.one.value) };
     let workspace;
     try { workspace = parseBytes(state.workspace).value; } catch (e) { return; }
     const rows = site.devices.map((device) => {
@@ -541,8 +596,9 @@ const SPECC = (() => {
     box.appendChild(legend);
     for (const { device, memory } of rows) {
       const stateBytes = batch.error ? 0n : batch.value;
-      const used = _R.add(_R.add(plan.weights.value, stateBytes), workspace);
-      const free = _R.add(memory, _R.neg(used));
+      const used = specc_bar_used(plan.weights.value, stateBytes, workspace);
+      const free = specc_bar_free(memory, plan.weights.value, stateBytes, workspace);
+      const short = specc_bar_short(memory, plan.weights.value, stateBytes, workspace);
       const row = document.createElement("div");
       row.className = "bar-row" + (device.name === state.device ? " selected" : "");
       const name = document.createElement("div");
@@ -570,7 +626,7 @@ const SPECC = (() => {
       row.appendChild(bar);
       const info = document.createElement("div");
       info.className = "bar-info";
-      info.appendChild(document.createTextNode(over ? `does not fit: short by ${showValue(_R.neg(free), "bytes").main}; ` : ""));
+      info.appendChild(document.createTextNode(over ? `does not fit: short by ${showValue(short, "bytes").main}; ` : ""));
       info.appendChild(document.createTextNode("b_max "));
       const cap = capacity(entry, device);
       info.appendChild(figureElement(cap, true));
@@ -721,9 +777,23 @@ const SPECC = (() => {
       state.format = defaultFormat(spec);
     }
     fillSelect($("format"), spec.formats.map((f) => [f.name, f.name + (f.doc ? ` — ${f.doc}` : "")]), state.format);
+    knobControls(spec);
     const top = spec.max_context || 2 ** 20;
     $("H-slider").max = String(Math.ceil(Math.log2(top)));
     if (site.deployment) degreeChoices(spec, fromURL);
+  }
+
+  // weights=, kv=, compute=: empty is what the chosen format names (its scheme, its cache, the
+  // scheme's math type); each choice with its doc from specs/formats/schemes.yaml
+  function knobControls(spec) {
+    const fmt = spec.formats.find((f) => f.name === state.format) || {};
+    const own = { weights: fmt.scheme ? `the format's (${fmt.scheme})` : "the format's",
+                  kv: fmt.kv ? `the format's (${fmt.kv})` : "the format's", compute: "follow the weights" };
+    for (const key of KNOBS) {
+      const items = key === "compute" ? site.knobs.compute.map((c) => [c, c])
+        : site.knobs[key].map((k) => [k.name, `${k.name} — ${k.doc}`]);
+      fillSelect($(key), [["", own[key]], ...items], state[key]);
+    }
   }
 
   // the layouts this spec's data offers (spec.layouts): tp, pp, dp, and ep = 1 or tp·dp where
@@ -767,6 +837,7 @@ const SPECC = (() => {
     $("device").value = state.device;
     if (site.deployment) for (const key of DEGREES) $(key).value = state[key].toString();
     for (const key of RATES) $(key).value = state[key];
+    for (const key of KNOBS) $(key).value = state[key];
     $("overlap").checked = state.overlap;
     const k = state.H >= 1n ? Math.round(Math.log2(Number(state.H))) : 0;
     $("H-slider").value = String(k);
@@ -787,7 +858,12 @@ const SPECC = (() => {
       load(state.spec, () => { specControls(loaded[state.spec], false); fitDefaults(loaded[state.spec].data); update(); });
     });
     $("device").addEventListener("change", () => { state.device = $("device").value; update(); });
-    $("format").addEventListener("change", () => { state.format = $("format").value; update(); });
+    $("format").addEventListener("change", () => {
+      state.format = $("format").value;
+      knobControls(loaded[state.spec].data);
+      update();
+    });
+    for (const key of KNOBS) $(key).addEventListener("change", () => { state[key] = $(key).value; update(); });
     for (const key of SCENARIO) {
       $(key).addEventListener("input", () => {
         const raw = $(key).value.trim();
