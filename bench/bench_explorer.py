@@ -72,16 +72,17 @@ def options_of(driver, element: str) -> list:
         element)
 
 
-def measure(driver, site: Path, spec: str, rounds: int) -> tuple[list, list]:
+def measure(driver, site: Path, spec: str, rounds: int) -> tuple[list, list, dict]:
     open_page(driver, site, f"spec={spec}&device=h100_sxm")
-    times, base = [], []
+    times, base, by_control = [], [], {}
     for _ in range(rounds):
         for element, values in CHANGES:
             for value in values if values is not None else options_of(driver, element):
                 times.append(driver.execute_script(TIMER, element, value))
+                by_control.setdefault(element, []).append(times[-1])
                 base.append(driver.execute_script(TIMER, "no-such-control", ""))
         open_page(driver, site, f"spec={spec}&device=h100_sxm")
-    return times, base
+    return times, base, by_control
 
 
 def main() -> int:
@@ -103,11 +104,12 @@ def main() -> int:
     try:
         every, floor = [], []
         for spec in specs:
-            times, base = measure(driver, site, spec, args.rounds)
+            times, base, by_control = measure(driver, site, spec, args.rounds)
             every += times
             floor += base
             print(f"{spec:>14}: median {statistics.median(times):6.2f} ms, p90 "
-                  f"{statistics.quantiles(times, n=10)[-1]:6.2f} ms over {len(times)} control changes")
+                  f"{statistics.quantiles(times, n=10)[-1]:6.2f} ms over {len(times)} control changes ("
+                  + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in by_control.items()) + ")")
         median, baseline = statistics.median(every), statistics.median(floor)
         print(f"repaint per control change: median {median:.2f} ms (goal < 16 ms); baseline (a dispatch no handler "
               f"takes, and a reflow) {baseline:.3f} ms; ratio {median / max(baseline, 1e-3):.0f}x")

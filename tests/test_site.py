@@ -457,8 +457,10 @@ def test_url_restores_the_state_and_follows_the_controls(browser, built_site):
     assert any("format=int8" in q for q in before) and any("attention=eager" in q for q in before)
     field = browser.find_element("id", "B")
     field.send_keys(Keys.CONTROL, "a")
-    field.send_keys("7")                      # typing updates the figures and the URL
-    assert "B=7" in browser.current_url
+    field.send_keys("7")                      # typing updates the figures, and the URL after the repaint
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 5).until(lambda d: "B=7" in d.current_url)
     url = browser.current_url
     _open(browser, built_site, url.split("?", 1)[1])
     after = _figures(browser)
@@ -683,7 +685,7 @@ def test_a_site_of_a_spec_folder_outside_the_repository(browser, tmp_path):
     assert result.exit_code == 0, result.output
     assert str(tmp_path) not in (site / "data" / "my_model.js").read_text()
     for params in ("spec=my_model&device=my_card&H=8192&B=4&workspace=2GiB",
-                   "spec=my_model&device=my_card&H=30000&B=2&weights=fp8&kv=fp8",
+                   "spec=my_model&device=my_card&H=30000&B=2&weights=int8&compute=bf16",
                    "spec=my_model&device=h100_sxm&tp=2&pp=2&H=4096&B=8&head=last"):
         _open(browser, site, params)
         assert browser.find_element("id", "errors").get_attribute("hidden"), params

@@ -46,7 +46,14 @@ const SPECC = (() => {
     const rest = _R.add(v, _R.neg(whole));
     return Number(whole) + Number((rest.n * 10n ** 15n) / rest.d) / 1e15;
   }
-  const separated = (n) => n.toLocaleString("en-US");
+  // number formats made once (toLocaleString builds one per call: most of a repaint's display time)
+  const formats = new Map();
+  function localized(x, options) {
+    const key = options ? JSON.stringify(options) : "";
+    if (!formats.has(key)) formats.set(key, new Intl.NumberFormat("en-US", options));
+    return formats.get(key).format(x);
+  }
+  const separated = (n) => localized(n);
 
   // "2 GiB", "24GB", "1.5 TB", "1000" (bytes) -> {value, text}, with the unit words of dsl/units.py
   function parseBytes(text) {
@@ -66,7 +73,7 @@ const SPECC = (() => {
   const BINARY = [["PiB", 2n ** 50n], ["TiB", 2n ** 40n], ["GiB", 2n ** 30n], ["MiB", 2n ** 20n], ["KiB", 2n ** 10n]];
   const DECIMAL = [["P", 1e15], ["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
   const WORDS = [["trillion", 1e12], ["billion", 1e9], ["million", 1e6]];
-  const round3 = (x) => x.toLocaleString("en-US", { maximumSignificantDigits: 4 });
+  const round3 = (x) => localized(x, { maximumSignificantDigits: 4 });
 
   function approx(v, unit) {
     const x = toNumber(v);
@@ -94,14 +101,14 @@ const SPECC = (() => {
   function showSeconds(x, digits) {
     if (x === 0) return "0 s";
     const [label, size] = timeUnit(x);
-    return `${(x / size).toLocaleString("en-US", { maximumSignificantDigits: digits })} ${label}`;
+    return `${localized(x / size, { maximumSignificantDigits: digits })} ${label}`;
   }
 
   // times in s/ms/µs, rates as tokens/s: the exact value stays in data-value and the note
   function showRate(v, unit) {
     const x = toNumber(v);
     const main = unit === "seconds" ? `≈ ${showSeconds(x, 5)}`
-      : `≈ ${x.toLocaleString("en-US", { maximumFractionDigits: x >= 100 ? 1 : 4 })} tokens/s`;
+      : `≈ ${localized(x, { maximumFractionDigits: x >= 100 ? 1 : 4 })} tokens/s`;
     const exact = isInt(v) ? separated(v) : `${v.n}/${v.d}`;
     return { main, note: `exactly ${exact} ${unit === "seconds" ? "seconds" : "tokens per second"}` };
   }
@@ -115,7 +122,7 @@ const SPECC = (() => {
       return { main: `${separated(v)} ${words}`, note: near ? `≈ ${near}` : "" };
     }
     const near = approx(v, unit);
-    return { main: `≈ ${toNumber(v).toLocaleString("en-US", { maximumFractionDigits: 4 })} ${words}`,
+    return { main: `≈ ${localized(toNumber(v), { maximumFractionDigits: 4 })} ${words}`,
              note: `exactly ${v.n}/${v.d}${near ? ` (≈ ${near})` : ""}` };
   }
 
@@ -192,6 +199,7 @@ const SPECC = (() => {
     for (const [k, v] of q.entries()) state.urlOptions[k] = v;
   }
 
+  let urlTimer = null;
   function writeURL() {
     const q = new URLSearchParams();
     q.set("spec", state.spec);
@@ -210,7 +218,12 @@ const SPECC = (() => {
     if (state.overlap) q.set("overlap", "true");
     const search = "?" + q.toString();
     $("share-link").href = search;
-    try { history.replaceState(null, "", search); } catch (e) { /* some file:// hosts refuse; the link still works */ }
+    // the address bar after the repaint: replaceState costs several milliseconds (more on file://), and
+    // controls that move quickly need only the last one
+    clearTimeout(urlTimer);
+    urlTimer = setTimeout(() => {
+      try { history.replaceState(null, "", search); } catch (e) { /* some file:// hosts refuse; the link still works */ }
+    }, 0);
   }
 
   const defaultFormat = (spec) => (spec.formats.find((f) => f.default) || spec.formats[0]).name;
@@ -377,11 +390,22 @@ const SPECC = (() => {
   // The arguments of every printed formula (site.formula_args): the scenario, then the device's
   // memory, workspace, rates, mfu, mbu, links and collective latencies, exact.
   // (the device's part is parsed once per repaint: charts call the formulas at many points)
+  // (kept across repaints, keyed by what they are parsed from: most control changes leave them as they are)
   let deviceArgsMemo = new Map();
+  const SCENARIO_AT = new Map(SCENARIO.map((k) => [k, site.formula_args.indexOf(k)]));
   function formulaArgs(device, values) {
-    if (!deviceArgsMemo.has(device.name)) deviceArgsMemo.set(device.name, deviceArgs(device));
-    const v = { ...deviceArgsMemo.get(device.name), B: values.B, S: values.S, P: values.P, G: values.G, H: values.H };
-    return site.formula_args.map((name) => v[name]);
+    const key = [device.name, state.spec, state.format, state.weights, state.compute, state.memory, state.workspace,
+                 state.mfu, state.mbu].join("|");
+    let vector = deviceArgsMemo.get(key);
+    if (vector === undefined) {
+      if (deviceArgsMemo.size > 256) deviceArgsMemo = new Map();
+      const v = deviceArgs(device);
+      vector = site.formula_args.map((name) => v[name]);
+      deviceArgsMemo.set(key, vector);
+    }
+    const out = vector.slice();
+    for (const [k, i] of SCENARIO_AT) out[i] = values[k];
+    return out;
   }
   // The math type of the time figures (q_time._compute_dtype): compute=, else the weight scheme's
   // (weights=, or the one the format names) as the engine resolves it on this device (the device
@@ -710,8 +734,12 @@ const SPECC = (() => {
   }
 
   // ------------------------------------------------------------ claims
+  // the claims table: the spec's, redrawn only when the spec changes (a large table costs a repaint most of its frame)
+  let claimsShown = null;
   function claims(entry) {
     const spec = entry.data;
+    if (claimsShown === spec) return;
+    claimsShown = spec;
     const body = $("claims").tBodies[0];
     body.textContent = "";
     const counts = Object.entries(spec.summary).filter(([, n]) => n).map(([v, n]) => `${separated(n)} ${v}`);
@@ -938,7 +966,6 @@ const SPECC = (() => {
     const entry = loaded[state.spec];
     if (!entry) return;
     const list = problems.splice(0);
-    deviceArgsMemo = new Map();
     for (const key of ["memory", "workspace"]) {
       if (state[key]) {
         try { state[key] = parseBytes(state[key]).text; } catch (e) { list.push(e.message); state[key] = key === "workspace" ? "0 B" : ""; }
