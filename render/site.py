@@ -14,9 +14,12 @@ declarations, compiler/query_registry.py) is what the page shows; a figure whose
 (e.g. a sum over decode steps with no closed form) is exported as unavailable
 with the reason, never approximated.
 
-Derived capacity figures (b_max) are computed in the page from exported
-figures with the engine's definition, and the browser test compares them with
-`specc eval` like every other figure."""
+Capacity, fit and time are formulas printed from the engine's own code with the
+device's facts as symbols (capacity_forms, compute_forms, comm_forms), and the
+memory bars' sums are printed too (helper_functions): the page passes values and
+does no arithmetic of its own. The format knobs weights= and kv= (KNOB_CHOICES)
+are exported as variants beside the option combinations; the browser test compares
+every figure with `specc eval` of the query it names."""
 
 from __future__ import annotations
 
@@ -110,7 +113,7 @@ KNOB_LAYOUTS = False
 def knob_formats(spec, knobs: dict) -> list:
     """The formats a knob combination is exported for: every format without knobs, the spec's
     default format with them (the knobs replace the format's quantized tensors; exporting them
-    on every format too cost llama2_7b's export 16 s -> 34 s on one device, 112 s at the layouts)."""
+    on every format too about doubled a four-format spec's export on one device: see the README)."""
     return list(spec.formats) if not knobs else [spec.default_format]
 COMPUTE_CHOICES = ("bf16", "fp16", "fp8", "int8", "fp4")
 

@@ -351,6 +351,13 @@ def _random_setting(rng: random.Random, spec_path: str, memory_override: bool = 
         params["mbu"] = rng.choice(["1", "0.6", "0.85", "2/3"])
     if rng.random() < 0.2:
         params["overlap"] = "true"
+    # the format knobs (exported at the default options on one device; elsewhere the page says so)
+    if rng.random() < 0.25:
+        params["weights"] = rng.choice(S.KNOB_CHOICES["weights"])
+    if rng.random() < 0.2:
+        params["kv"] = rng.choice(S.KNOB_CHOICES["kv"])
+    if rng.random() < 0.2:
+        params["compute"] = rng.choice(S.COMPUTE_CHOICES)
     return params
 
 
