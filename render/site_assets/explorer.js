@@ -844,7 +844,8 @@ const SPECC = (() => {
         }
         // keep expert parallelism on a new tp·dp when the experts allow it; else the nearest degree below
         const below = offered.filter((v) => v <= state[key]);
-        state[key] = key === "ep" ? (state.ep > 1n && offered.includes(state.tp * state.dp) ? state.tp * state.dp : 1n)
+        // (the layouts offer ep = 1 and, where the experts allow it, ep = tp·dp: the largest)
+        state[key] = key === "ep" ? (state.ep > 1n && offered.length > 1 ? offered[offered.length - 1] : 1n)
           : (below.length ? below[below.length - 1] : offered[0]);
       }
       fillSelect($(key), offered.map((v) => [String(v), String(v)]), state[key].toString());
