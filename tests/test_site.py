@@ -703,3 +703,15 @@ def test_a_site_of_a_spec_folder_outside_the_repository(browser, tmp_path):
         assert values["b_max"][1] is not None and values["tpot"][1] is not None
         _check_page(browser, str(spec))
         assert not _severe(browser)
+
+
+def test_export_messages_name_no_absolute_path(tmp_path, monkeypatch):
+    """A spec's location in a reason the page shows is relative to the folder specc ran in, or the
+    file's name: never the build machine's absolute path (relative locations stay as they are)."""
+    monkeypatch.chdir(tmp_path)
+    out = S._Exported()
+    out.why("a", f"{tmp_path}/specs/mine.yaml:35:3: store 'kv' gives its entry size without an element type")
+    out.why("b", "/elsewhere/x/theirs.yaml:1:1: bad (see '/elsewhere/y/dev.yml')")
+    out.why("c", "specs/mine.yaml:2:2: kept")
+    assert out.messages == ["specs/mine.yaml:35:3: store 'kv' gives its entry size without an element type",
+                            "theirs.yaml:1:1: bad (see 'dev.yml')", "specs/mine.yaml:2:2: kept"]
