@@ -715,3 +715,19 @@ def test_export_messages_name_no_absolute_path(tmp_path, monkeypatch):
     out.why("c", "specs/mine.yaml:2:2: kept")
     assert out.messages == ["specs/mine.yaml:35:3: store 'kv' gives its entry size without an element type",
                             "theirs.yaml:1:1: bad (see 'dev.yml')", "specs/mine.yaml:2:2: kept"]
+
+
+@needs_browser
+def test_controls_changed_in_the_page_keep_agreeing(browser, built_site):
+    """Values the page keeps between repaints (each device's formula arguments) follow the controls:
+    memory= overrides the selected device only, before and after another device is selected; the
+    knobs, the format and the degrees changed in place."""
+    from selenium.webdriver.support.ui import Select
+
+    _open(browser, built_site, "spec=qwen3_8b&device=rtx_4090&memory=48GB&H=8192&B=2&workspace=2GiB")
+    _check_page(browser, str(REPO / "specs" / "qwen3_8b.yaml"))
+    for control, value in (("device", "h100_sxm"), ("weights", "fp8"), ("compute", "bf16"), ("device", "rtx_4090"),
+                           ("weights", ""), ("tp", "2"), ("kv", "fp8")):
+        Select(browser.find_element("id", control)).select_by_value(value)
+        _check_page(browser, str(REPO / "specs" / "qwen3_8b.yaml"))
+    assert not _severe(browser)

@@ -394,8 +394,9 @@ const SPECC = (() => {
   let deviceArgsMemo = new Map();
   const SCENARIO_AT = new Map(SCENARIO.map((k) => [k, site.formula_args.indexOf(k)]));
   function formulaArgs(device, values) {
-    const key = [device.name, state.spec, state.format, state.weights, state.compute, state.memory, state.workspace,
-                 state.mfu, state.mbu].join("|");
+    // memory= overrides the selected device only: whether this one is selected is part of the key
+    const key = [device.name, device.name === state.device, state.spec, state.format, state.weights, state.compute,
+                 state.memory, state.workspace, state.mfu, state.mbu].join("|");
     let vector = deviceArgsMemo.get(key);
     if (vector === undefined) {
       if (deviceArgsMemo.size > 256) deviceArgsMemo = new Map();
