@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTEXTS = (8192, 131072, 1048576)

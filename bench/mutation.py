@@ -24,8 +24,8 @@ import re
 import sys
 from fractions import Fraction
 
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.yamlload import Text
 from specc.verify.claims import check, load_claims, split_bound
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from .limits import printing_exact
+
 # (label, seconds per unit), largest first; ns is the floor (a smaller time is shown in ns)
 TIME_UNITS = (("s", Fraction(1)), ("ms", Fraction(1, 10 ** 3)), ("µs", Fraction(1, 10 ** 6)),
               ("ns", Fraction(1, 10 ** 9)))
@@ -77,3 +79,22 @@ def show(value, unit: str, extrapolated: bool, exact: bool = False) -> tuple[str
         approx = f"  ≈ {approx_text(value)}" if getattr(value, "is_Rational", False) else (
             f"  ≈ {float(value):.6g}" if getattr(value, "is_number", False) else "")
     return "=", f"{pretty} {unit}{approx}{flag}".rstrip()
+
+
+def exact_json(value):
+    """An exact value as `specc eval --json` writes it, for every lane's numbers (int, Fraction,
+    sympy Integer/Rational): an int, "p/q" for any other rational, else the value's text."""
+    if isinstance(value, bool):
+        value = int(value)
+    if type(value) is int:
+        return value
+    num, den = getattr(value, "numerator", None), getattr(value, "denominator", None)
+    if type(num) is int and type(den) is int:
+        return num if den == 1 else f"{num}/{den}"
+    return str(value)
+
+
+@printing_exact
+def exact_text(value) -> str:
+    """An exact value as text: the integer's digits or "p/q" (exact_json, always a string)."""
+    return str(exact_json(value))

@@ -17,7 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from . import ast
 from .errors import Loc, SpecError
 from .limits import limit, limit_error
-from .parse_cache import ParseCache, anonymous_loc, relocate
+from ..cache.parse_cache import ParseCache, anonymous_loc, relocate
 
 _GRAMMAR = Path(__file__).with_name("specc.lark")
 _WHAT = {
@@ -251,9 +251,9 @@ def _parse_cached(text, start: str, origin=None):
     return relocate(tree, src.loc)
 
 
-_BRACKET = re.compile(r"[()\[\]\n]")
+BRACKET = re.compile(r"[()\[\]\n]")
 _NUMBER = re.compile(r"(?<![A-Za-z_])\d[\d_,]*(\.[\d_]*)?([eE][+-]?\d+)?")
-_OPERATOR = re.compile(r"\*\*|//|[-+*/%^<>=!]=?|\b(?:and|or|not|in)\b|,")
+OPERATOR = re.compile(r"\*\*|//|[-+*/%^<>=!]=?|\b(?:and|or|not|in)\b|,")
 
 
 def check_size(text: str, src) -> None:
@@ -262,7 +262,7 @@ def check_size(text: str, src) -> None:
     if len(text) > limit("text_chars"):
         raise limit_error("text_chars", src.loc(1, 1), found=f"{len(text):,} characters")
     depth, most, line, line_start = 0, limit("expression_depth"), 1, 0
-    for match in _BRACKET.finditer(text):     # only brackets and newlines, not every character
+    for match in BRACKET.finditer(text):     # only brackets and newlines, not every character
         ch = match.group()
         if ch == "\n":
             line, line_start = line + 1, match.end()
@@ -272,7 +272,7 @@ def check_size(text: str, src) -> None:
                 raise limit_error("expression_depth", src.loc(line, match.end() - line_start))
         else:
             depth -= 1
-    operators = sum(1 for _ in _OPERATOR.finditer(text))
+    operators = sum(1 for _ in OPERATOR.finditer(text))
     if operators > limit("expression_terms"):
         raise limit_error("expression_terms", src.loc(1, 1), found=f"{operators:,}")
     for match in _NUMBER.finditer(text):

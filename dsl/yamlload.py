@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from . import disk_cache
+from ..cache import disk_cache
 from .errors import Loc, SpecError
 from .limits import limit, limit_error
 from .yaml_nodes import Map, Seq, Text  # noqa: F401  (the node types, re-exported)

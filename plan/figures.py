@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..dsl.human import exact_text
+
 
 def _number(v) -> str:
     v = Fraction(v)
@@ -79,19 +81,19 @@ class Figure:
     def fits(self) -> bool:
         """Whether `specc eval` accepts the text (its input limits: length, operators, depth)."""
         from ..dsl.limits import limit
-        from ..dsl.parser import _BRACKET, _OPERATOR
+        from ..dsl.parser import BRACKET, OPERATOR
 
-        if len(self.text) > limit("text_chars") or len(_OPERATOR.findall(self.text)) > limit("expression_terms"):
+        if len(self.text) > limit("text_chars") or len(OPERATOR.findall(self.text)) > limit("expression_terms"):
             return False
         depth = most = 0
-        for ch in _BRACKET.findall(self.text):
+        for ch in BRACKET.findall(self.text):
             depth += 1 if ch in "([" else (-1 if ch in ")]" else 0)
             most = max(most, depth)
         return most <= limit("expression_depth")
 
     def to_json(self, unit: str) -> dict:
         v = self.value
-        exact = str(v) if isinstance(v, int) or Fraction(v).denominator == 1 else f"{v.numerator}/{v.denominator}"
+        exact = exact_text(v)
         if self.fits():
             return {"value": float(v), "exact": exact, "unit": unit, "query": self.text}
         # a long prompt in many chunks, or a layout with many arguments: the expression

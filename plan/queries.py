@@ -4,7 +4,7 @@ arguments it passes, is written here.
 A deployment is a `Layout` (device, tp, pp, dp, ep and a format, i.e. the extra
 query arguments that pick a storage scheme) replicated `replicas` times. An
 instance is tp·pp·dp devices, as the engine's deployment model counts them
-(compiler/sharding.py): attention and dense layers tensor-parallel over tp, dp
+(compiler/deploy/sharding.py): attention and dense layers tensor-parallel over tp, dp
 data-parallel attention ranks each serving its own requests, pp stages, and the
 routed experts spread over ep ranks, ep = 1 or a divisor of tp·dp (vLLM's
 --enable-expert-parallel is ep = tp·dp; the rest of tp·dp/ep is expert tensor
@@ -37,7 +37,7 @@ weights=SCHEME, kv=SCHEME, compute=DTYPE.
 
 Two lanes answer the same texts:
   * `Asker.exact(text)`: the exact value `specc eval` prints (int or Fraction),
-    through the compiled fast lane (compiler/compile_queries.py);
+    through the compiled fast lane (compiler/lanes/compile_queries.py);
   * `Asker.call_time_grid(layout)`: the closed form of call_time in B, S, P,
     printed for numpy (codegen's vector target) and run in float64 here. Only
     the search uses it; every reported figure is recomputed exactly."""
@@ -89,9 +89,9 @@ class Layout:
 
 @lru_cache(maxsize=None)
 def _declared(query: str) -> frozenset | None:
-    """The parameters a query declares (compiler/query_registry.py), or None where the
+    """The parameters a query declares (compiler/query/query_registry.py), or None where the
     registry does not list them as data (every argument is then passed)."""
-    from ..compiler.query_registry import REGISTRY
+    from ..compiler.query.query_registry import REGISTRY
 
     params = getattr(REGISTRY.get(query), "params", None)
     return None if params is None else frozenset(p.name for p in params)
@@ -106,7 +106,7 @@ def _takes(query: str | None, key: str) -> bool:
     mine = _declared(query)
     if mine is None or key in mine:
         return True
-    from ..compiler.query_registry import REGISTRY
+    from ..compiler.query.query_registry import REGISTRY
 
     return not any(key in (_declared(name) or ()) for name in REGISTRY)
 
@@ -194,7 +194,7 @@ def float_function(source: str, name: str = "q"):
     fn = _FLOAT_FUNCTIONS.get((source, name))
     if fn is None:
         if not _BASE:
-            from ..compiler.codegen_prelude import PYTHON_PRELUDE, VECTOR_PRELUDE
+            from ..compiler.lanes.codegen_prelude import PYTHON_PRELUDE, VECTOR_PRELUDE
 
             exec(PYTHON_PRELUDE + VECTOR_PRELUDE, _BASE)  # noqa: S102 - the project's own support code
             _BASE.update(_float_namespace())
@@ -208,8 +208,8 @@ class Asker:
     """Answers the planner's queries for one spec, exactly or as float grids."""
 
     def __init__(self, spec_path, queries: Queries | None = None):
-        from ..compiler.queries import QueryEngine
-        from ..compiler.spec import load_spec
+        from ..compiler.query.queries import QueryEngine
+        from ..compiler.schema.spec import load_spec
 
         self.spec_path = str(spec_path)
         self.spec = load_spec(self.spec_path)
@@ -222,7 +222,7 @@ class Asker:
     def store(self):
         """The spec's compiled store, validated once per Asker (a plan is one moment)."""
         if self._store is None:
-            from ..compiler import compiled
+            from ..compiler.lanes import compiled
 
             self._store = compiled.load(self.spec_path)
         return self._store
@@ -232,7 +232,7 @@ class Asker:
         SpecError when the engine refuses it (a layout the spec cannot split)."""
         found = self._exact.get(text)
         if found is None:
-            from ..compiler import compile_queries, compiled
+            from ..compiler.lanes import compile_queries, compiled
 
             store = self.store()
             answer = compiled.lookup(self.spec_path, text, store=store) if store is not None else None
@@ -261,7 +261,7 @@ class Asker:
         key = self.q.call_time_template(lay)
         if key in self._grids:
             return self._grids[key]
-        from ..compiler import compile_queries, compiled
+        from ..compiler.lanes import compile_queries, compiled
 
         fn = None
         store = self.store()
@@ -283,6 +283,6 @@ class Asker:
 
     def flush(self) -> None:
         """Write the compiled templates this process made (the next plan is warm)."""
-        from ..compiler import compile_queries
+        from ..compiler.lanes import compile_queries
 
         compile_queries.flush()

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..dsl.errors import SpecError
+from . import formulas as F
 from .queries import Asker, Layout, Queries
-from .serving import (AGGREGATED, DISAGGREGATED, Deployment, EngineRules, LayoutFacts, Targets, Traffic,
+from .serving import (AGGREGATED, DISAGGREGATED, EXACT, Deployment, EngineRules, LayoutFacts, Targets, Traffic,
                       chunks, decode_steps, evaluate, mean_context)
 
 _SLACK = 1e-6           # float ratios within this of 1 are decided exactly
@@ -153,7 +154,7 @@ def _screen(asker, facts, lay_index, t: Traffic, targets: Targets, space: Space,
     ttft_target = float(targets.ttft) if targets.ttft is not None else None
     tpot_target = float(targets.tpot) if targets.tpot is not None else None
     per = lay.gpus
-    most = space.max_gpus // per
+    most = F.max_instances(EXACT, space.max_gpus, per)
     if most < 1:
         return 0
     # per class of the traffic: share, prefill time, chunks
@@ -334,10 +335,22 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
             simulated.append(ev)
         return ev.simulated["meets"]
 
-    for j in near:                       # cheapest first; the floats only screen
+    def most_slack(pool, at):
+        """pool[at] meets the targets and is the first in float (cost, worst) order that does;
+        of the pool's candidates at the same cost whose float worst is within _SLACK of its,
+        the one with the most slack *exactly* (the least exact worst ratio, then the first
+        enumerated): floats differ in their last digits where two deployments nearly tie."""
+        j0 = pool[at]
+        band = [j for j in pool[at:] if cost[j] == cost[j0] and worst[j] <= worst[j0] + _SLACK]
+        if len(band) == 1 or percentile is not None:
+            return exact(j0)
+        ok = [(max(exact(j).ratios.values()), j) for j in band if meets(exact(j))]
+        return exact(min(ok)[1])
+
+    for at, j in enumerate(near):        # cheapest first; the floats only screen
         ev = exact(j)
         if meets(ev):
-            plan.chosen = ev
+            plan.chosen = most_slack(near, at)
             break
     if plan.chosen is None:
         if simulated:                    # the means admit some, the percentile none
@@ -352,9 +365,9 @@ def search(spec_path, traffic: Traffic, targets: Targets, space: Space, rules: E
         for d, device in enumerate(space.devices):
             mine = feasible[device_of == d]
             if len(mine):
-                for j in mine[:8]:              # feasible is in (cost, worst) order
+                for at, j in enumerate(mine[:8]):   # feasible is in (cost, worst) order
                     if meets(exact(j)):
-                        plan.best_per_device[device] = exact(j)
+                        plan.best_per_device[device] = most_slack(mine, at)
                         break
     plan.seconds = time.perf_counter() - start
     return plan

@@ -69,8 +69,16 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..dsl.errors import SpecError
+from . import formulas as F
 from .figures import Figure
 from .queries import Asker, Layout
+
+# the two algebras the formulas (plan/formulas.py, printed for the explorer too) run in here:
+# exact figures that carry their `specc eval` expression, and plain exact numbers
+FIG = F.Ops(one=Figure.seconds(), number=Figure.number, minimum=Figure.minimum, maximum=Figure.maximum,
+            ceil=None, at_least=None)
+EXACT = F.Ops(one=1, number=Fraction, minimum=min, maximum=max, ceil=lambda x: -((-x.numerator) // x.denominator),
+              at_least=lambda a, b: a >= b)
 
 AGGREGATED, DISAGGREGATED = "aggregated", "disaggregated"
 LIMITS = ("memory", "TPOT", "TTFT", "stability")
@@ -112,37 +120,40 @@ class Deployment:
 
     @property
     def gpus(self) -> int:
-        return (self.replicas + self.prefill_replicas) * self.layout.gpus
+        return F.gpus(EXACT, self.replicas, self.prefill_replicas, self.layout.gpus)
 
 
 def chunks(isl: int, chunk: int) -> list:
     """(S, P) of each prefill chunk."""
-    return [(s, min(chunk, isl - s)) for s in range(0, isl, chunk)]
+    return [(s, F.chunk_tokens(EXACT, isl, s, chunk)) for s in range(0, isl, chunk)]
 
 
 def fluctuation(b: int) -> int:
     """1 + ⌊√(4b)⌋: about two standard deviations of a Poisson running batch of mean b."""
     import math
 
-    return 1 + math.isqrt(4 * b)
+    return 1 + math.isqrt(F.fluctuation_radicand(EXACT, b))
 
 
 def mean_context(t: Traffic) -> int:
     """H̄: the mean context over the decode steps of every request (each step of a
     class with prompt I and G tokens at S = I .. I + G − 2), rounded up."""
-    steps = sum(p * (g - 1) for p, _, g in t.classes)
-    total = sum(p * (g - 1) * (2 * i + g - 2) for p, i, g in t.classes) / (2 * steps)
-    return -((-total.numerator) // total.denominator)
+    if len(t.classes) == 1:
+        _, i, g = t.classes[0]
+        return F.mean_context(EXACT, Fraction(i), Fraction(g))
+    steps = sum(p * F.decode_steps(EXACT, g) for p, _, g in t.classes)
+    total = sum(p * F.decode_steps(EXACT, g) * (2 * i + g - 2) for p, i, g in t.classes) / (2 * steps)
+    return EXACT.ceil(total)
 
 
 def final_context(t: Traffic) -> int:
     """The longest final context of the traffic (memory is reserved for it)."""
-    return max(i + g for _, i, g in t.classes)
+    return max(F.final_context(EXACT, i, g) for _, i, g in t.classes)
 
 
 def decode_steps(t: Traffic) -> Fraction:
     """Decode steps per request, on average: Σ share·(G − 1)."""
-    return sum((Fraction(p) * (g - 1) for p, _, g in t.classes), Fraction(0))
+    return sum((Fraction(p) * F.decode_steps(EXACT, g) for p, _, g in t.classes), Fraction(0))
 
 
 def output_tokens(t: Traffic) -> Fraction:
@@ -188,7 +199,7 @@ class LayoutFacts:
         q = asker.q
         self.asker, self.lay, self.t, self.rules = asker, lay, traffic, rules
         memory = asker.exact(q.device_memory(lay))
-        self.workspace = memory - memory * rules.memory_fraction.numerator // rules.memory_fraction.denominator
+        self.workspace = F.workspace(EXACT, memory, rules.memory_fraction.numerator, rules.memory_fraction.denominator)
         self.memory = Figure.query(q.device_memory(lay), memory)
         text = q.b_max(lay, final_context(traffic), self.workspace)
         self.n_fit = Figure.query(text, asker.exact(text))
@@ -231,10 +242,10 @@ class LayoutFacts:
         rank (dp requests) is the smallest step, so those slopes are taken over dp."""
         td = self.t_decode
         d = self.lay.dp
-        w = max(fluctuation(b), d)
-        terms = [(td(b + d) - td(b)) / d if d > 1 else td(b + 1) - td(b), (td(b + w) - td(b)) / w]
+        w = F.gain_window(EXACT, fluctuation(b) - 1, d)
+        terms = [F.chord(FIG, td(b + d), td(b), d), F.chord(FIG, td(b + w), td(b), w)]
         if b >= d + 1:
-            terms.append((td(b) - td(b - d)) / d if d > 1 else td(b) - td(b - 1))
+            terms.append(F.chord(FIG, td(b), td(b - d), d))
         found = terms[0]
         for term in terms[1:]:
             found = Figure.maximum(found, term)
@@ -244,7 +255,7 @@ class LayoutFacts:
         q = self.asker.q
         kv = Figure.query(q.state_bytes(self.lay, isl, 1), self.asker.exact(q.state_bytes(self.lay, isl, 1)))
         link = Figure.query(q.kv_link(self.lay), self.asker.exact(q.kv_link(self.lay)))
-        return kv / link
+        return F.kv_transfer(FIG, kv, link)
 
     def kv_transfer(self) -> Figure:
         """The mean KV transfer time over the traffic's classes."""
@@ -266,7 +277,7 @@ class LayoutFacts:
         fixed point on while t_d grows by less than 1/k per request (roofline
         times grow at most linearly in b), so a bisection finds its first b."""
         def ok(b):
-            return b >= 1 and b >= k * self.t_decode(b).value
+            return b >= 1 and F.batch_holds(EXACT, b, k, self.t_decode(b).value)
 
         lo, hi = 0, None                 # lo fails (or is 0), hi passes
         if guess is not None and 1 <= guess <= limit:
@@ -298,7 +309,7 @@ def _queue_wait(t: Traffic, lam: Figure, s: Figure, s2: Figure | None = None) ->
     (Pollaczek–Khinchine; M/D/1 with s2 = s·s for one class); 0 for fixed intervals."""
     if t.arrivals != "poisson":
         return Figure.seconds(0)
-    return lam * (s * s if s2 is None else s2) / (2 * (Figure.seconds() - lam * s))
+    return F.queue_wait(FIG, lam, s, F.FORMULAS["square"][0](FIG, s) if s2 is None else s2)
 
 
 def _service(facts: "LayoutFacts", busy: Figure | None, td: Figure | None) -> tuple:
@@ -309,11 +320,11 @@ def _service(facts: "LayoutFacts", busy: Figure | None, td: Figure | None) -> tu
         s = facts.t_prefill_of(i)
         if busy is not None:
             n = len(chunks(i, facts.rules.chunk))
-            s = s + (n * busy * td if n > 1 else busy * td)
+            s = F.prefill_service(FIG, s, n, busy, td)
         parts.append((p, s))
     if len(parts) == 1:
         return parts[0][1], None
-    return _weighted(parts), _weighted([(p, s * s) for p, s in parts])
+    return _weighted(parts), _weighted([(p, F.FORMULAS["square"][0](FIG, s)) for p, s in parts])
 
 
 INF = float("inf")
@@ -339,37 +350,36 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
         return _refused(ev, {"memory": facts.memory_ratio()},
                         "the weights and one request's KV do not fit in the usable memory")
     tp = facts.t_prefill
-    one = Figure.seconds()
     g1 = decode_steps(t)
     if dep.mode == AGGREGATED:
-        lam = Figure.number(Fraction(t.rate) / dep.replicas)
-        u = lam * tp
+        lam = Figure.number(_per(t.rate, dep.replicas))
+        u = F.prefill_share(FIG, lam, tp)
         if u.value >= 1:
             return _refused(ev, {"memory": Fraction(0), "TPOT": INF, "TTFT": INF},
                             "prefill alone needs more than the instance's time")
-        k = Fraction(t.rate) / dep.replicas * g1 / (1 - u.value)
+        k = F.decode_demand(EXACT, _per(t.rate, dep.replicas), g1, u.value)
         b = facts.running_batch(k, guess)
         if b is None:
             return _refused(ev, {"memory": INF, "TPOT": INF, "TTFT": INF}, "decode steps cannot keep up at any batch")
         ev.batch = b
         td = facts.t_decode(b)
-        ev.figures["decode_loop_gain"] = lam * g1 * facts.t_decode_slope(b) / (one - u)
-        tpot = td * one / (one - u)
+        ev.figures["decode_loop_gain"] = F.loop_gain(FIG, lam, g1, facts.t_decode_slope(b), u)
+        tpot = F.aggregated_tpot(FIG, td, u)
         # the share of steps with a running batch: at most the fractional fixed point
-        busy = Figure.minimum(Figure.number(1), Figure.number(k) * td / one)
+        busy = F.busy_share(FIG, k, td)
         s, s2 = _service(facts, busy, td)
-        rho = lam * s
+        rho = F.load(FIG, lam, s)
         ev.figures["step_time"] = td
         ev.figures["prefill_time"] = tp
         ev.figures["tpot"] = tpot
         if rho.value >= 1:
-            return _refused(ev, {"memory": Fraction(b + 1, n), "TPOT": _ratio(tpot.value, targets.tpot), "TTFT": INF},
+            return _refused(ev, {"memory": F.memory_ratio(EXACT, Fraction(b), n), "TPOT": _ratio(tpot.value, targets.tpot), "TTFT": INF},
                             "the prefill queue grows without bound")
-        ttft = s + _queue_wait(t, lam, s, s2) + (one - rho) * busy * td / (2 * one)
+        ttft = F.aggregated_ttft(FIG, s, _queue_wait(t, lam, s, s2), rho, busy, td)
         ev.figures["ttft"] = ttft
     else:
-        lam_p = Figure.number(Fraction(t.rate) / dep.prefill_replicas)
-        rho = lam_p * tp
+        lam_p = Figure.number(_per(t.rate, dep.prefill_replicas))
+        rho = F.load(FIG, lam_p, tp)
         ev.figures["prefill_time"] = tp
         try:
             kv = facts.kv_transfer()
@@ -377,35 +387,40 @@ def evaluate(facts: LayoutFacts, dep: Deployment, targets: Targets, guess: int |
             return _refused(ev, {"memory": Fraction(0), "TPOT": INF, "TTFT": INF},
                             f"the KV transfer cannot be timed: {exc.message}")
         ev.figures["kv_transfer"] = kv
-        k = Fraction(t.rate) / dep.replicas * g1
+        k = F.decode_demand(EXACT, _per(t.rate, dep.replicas), g1, 0)
         b = facts.running_batch(k, guess)
         if b is None:
             return _refused(ev, {"memory": INF, "TPOT": INF, "TTFT": INF}, "decode steps cannot keep up at any batch")
         ev.batch = b
         td = facts.t_decode(b)
-        lam_d = Figure.number(Fraction(t.rate) / dep.replicas)
-        ev.figures["decode_loop_gain"] = lam_d * g1 * facts.t_decode_slope(b) / one
+        lam_d = Figure.number(_per(t.rate, dep.replicas))
+        ev.figures["decode_loop_gain"] = F.pool_loop_gain(FIG, lam_d, g1, facts.t_decode_slope(b))
         ev.figures["step_time"] = td
         ev.figures["tpot"] = td
         if rho.value >= 1:
-            return _refused(ev, {"memory": Fraction(b + 1, n), "TPOT": _ratio(td.value, targets.tpot), "TTFT": INF},
+            return _refused(ev, {"memory": F.memory_ratio(EXACT, Fraction(b), n), "TPOT": _ratio(td.value, targets.tpot), "TTFT": INF},
                             "the prefill queue grows without bound")
         s, s2 = _service(facts, None, None)
-        ev.figures["ttft"] = tp + _queue_wait(t, lam_p, s, s2) + kv
-    ev.figures["kv_per_device"] = facts.kv_reserved(b + 1)
+        ev.figures["ttft"] = F.disaggregated_ttft(FIG, tp, _queue_wait(t, lam_p, s, s2), kv)
+    ev.figures["kv_per_device"] = facts.kv_reserved(F.reserved_requests(EXACT, b))
     ev.figures["workspace_per_device"] = Figure.query(f"{facts.workspace} B", facts.workspace)
-    ev.figures["free_per_device"] = (facts.memory - facts.weights - ev.figures["kv_per_device"]
-                                     - ev.figures["workspace_per_device"])
-    ev.figures["throughput"] = Figure.number(Fraction(t.rate) * output_tokens(t))
-    ev.figures["throughput_per_gpu"] = Figure.number(Fraction(t.rate) * output_tokens(t) / dep.gpus)
-    ev.ratios = {"memory": Fraction(b + 1, n), "TPOT": _ratio(ev.figures["tpot"].value, targets.tpot),
+    ev.figures["free_per_device"] = F.free_memory(FIG, facts.memory, facts.weights, ev.figures["kv_per_device"],
+                                                  ev.figures["workspace_per_device"])
+    ev.figures["throughput"] = F.throughput(FIG, Fraction(t.rate), output_tokens(t))
+    ev.figures["throughput_per_gpu"] = F.per_gpu(FIG, Fraction(t.rate), output_tokens(t), dep.gpus)
+    ev.ratios = {"memory": F.memory_ratio(EXACT, Fraction(b), n), "TPOT": _ratio(ev.figures["tpot"].value, targets.tpot),
                  "TTFT": _ratio(ev.figures["ttft"].value, targets.ttft),
                  "stability": _ratio(ev.figures["decode_loop_gain"].value, facts.rules.max_loop_gain)}
     return ev
 
 
 def _ratio(value, target):
-    return Fraction(0) if target is None else Fraction(value) / Fraction(target)
+    return Fraction(0) if target is None else F.ratio(EXACT, Fraction(value), Fraction(target))
+
+
+def _per(rate, n) -> Fraction:
+    """λ per instance: the rate over the instances that share it."""
+    return F.FORMULAS["rate_per"][0](EXACT, Fraction(rate), n)
 
 
 UNITS = {"decode_loop_gain": "", "weights_per_device": "B", "requests_that_fit": "requests", "step_time": "s", "prefill_time": "s",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..compiler.blockref import block_reference
+from ..compiler.graph.blockref import block_reference
 
 
 def formula(expr) -> str:

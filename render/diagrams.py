@@ -20,9 +20,9 @@ import shutil
 import graphviz
 import sympy as sp
 
-from ..compiler.build import Model
+from ..compiler.graph.build import Model
 from . import views as v
-from .graph_export import _op_attrs, layers_json, to_json
+from .graph_export import op_attrs, layers_json, to_json
 
 PALETTE = ["#cfe2f3", "#d9ead3", "#fce5cd", "#ead1dc", "#fff2cc", "#d0e0e3", "#f4cccc", "#d9d2e9",
            "#e6b8af", "#c9daf8", "#b6d7a8", "#ffe599"]
@@ -79,7 +79,7 @@ MAP_LAYERS = 4096      # deeper stacks are drawn as ranges, never cell by cell
 
 
 def _range_map(groups: list, colors: dict) -> str:
-    from ..compiler.layerset import ranges_of
+    from ..compiler.schema.layerset import ranges_of
 
     cells = sorted(((r, g) for g in groups for r in ranges_of(g.layers)), key=lambda t: t[0].start)
     body = "".join(f'<TR><TD BGCOLOR="{colors[g.prefix]}" TOOLTIP="layers {v.layer_text_short(r, 60)}: {g.letter}">'
@@ -415,7 +415,7 @@ def model_json(model: Model) -> str:
 def op_json(model: Model, block: str | None = None) -> str:
     group = v.find_group(model, block)
     ids = {o.id for o in group.ops}
-    nodes = [dict(id=o.id, **_op_attrs(o)) for o in group.ops]
+    nodes = [dict(id=o.id, **op_attrs(o)) for o in group.ops]
     edges = [{"source": u, "target": t, "tensor": d["tensor"], "shape": [str(d["rows"]), str(d["width"])]}
              for u, t, d in model.graph.edges(data=True) if t in ids]
     return json.dumps({"model": model.spec.model, "options": model.choices, "block": group.prefix,

@@ -46,8 +46,8 @@ def spec_files(spec_path: str, drawings: bool = True) -> dict:
     """{relative file name: text} for one spec (runs in a worker process).
     drawings=False skips what Graphviz and matplotlib draw (SVG, and the HTML
     that embeds it) and keeps every text artifact (Markdown, DOT, JSON, CSV)."""
-    from ..compiler.queries import QueryEngine
-    from ..compiler.spec import load_spec
+    from ..compiler.query.queries import QueryEngine
+    from ..compiler.schema.spec import load_spec
     from . import diagrams as D
     from . import plots as PL
     from . import report as R
@@ -136,8 +136,8 @@ def _charts(out_dir: Path, specs: list) -> list:
 
 
 def cross_files(specs: list, charts: list, drawings: bool = True) -> dict:
-    from ..compiler.queries import QueryEngine
-    from ..compiler.spec import load_spec
+    from ..compiler.query.queries import QueryEngine
+    from ..compiler.schema.spec import load_spec
     from . import plots as PL
     from . import tables as T
 
@@ -212,7 +212,7 @@ def build_files(out_dir: Path, spec_glob: str = "specs/*.yaml", jobs: int | None
         figs = ""
         for c in charts:
             for q in ("state_bytes", "flops", "b_max"):
-                svg = R._svg_inline(files["plots/" + c["name"] + "_" + q + ".svg"])
+                svg = R.svg_inline(files["plots/" + c["name"] + "_" + q + ".svg"])
                 figs += f'<div class="figure"><h3>{R.e(c["title"])}: {q}</h3>{svg}</div>'
         files["index.html"] = R.index_html(html_entries, "<h2>Cross-model charts</h2>" + figs)
         files["VERSIONS.txt"] = tool_versions()

@@ -6,20 +6,20 @@ import json
 
 import networkx as nx
 
-from ..compiler.build import Model
+from ..compiler.graph.build import Model
 
 
 def layers_json(layers):
     """A layer set for JSON: the list of indices, or, for a set too large to list,
     {"ranges": [[first, last, step], ...]} (never enumerated)."""
-    from ..compiler.layerset import SMALL, ranges_of
+    from ..compiler.schema.layerset import SMALL, ranges_of
 
     if len(layers) <= SMALL:
         return list(layers)
     return {"ranges": [[r.start, r[-1], r.step] for r in ranges_of(layers)]}
 
 
-def _op_attrs(op) -> dict:
+def op_attrs(op) -> dict:
     return {
         "name": op.name, "kind": op.kind, "segment": op.segment, "stage": op.stage, "component": op.component,
         "layers": layers_json(op.layers), "multiplicity": op.mult, "statement": op.stmt.text,
@@ -32,7 +32,7 @@ def _op_attrs(op) -> dict:
 def to_json(model: Model) -> str:
     graph = nx.DiGraph()
     for node_id, data in model.graph.nodes(data=True):
-        graph.add_node(node_id, **_op_attrs(data["op"]))
+        graph.add_node(node_id, **op_attrs(data["op"]))
     for u, v, data in model.graph.edges(data=True):
         graph.add_edge(u, v, tensor=data["tensor"], shape=[str(data["rows"]), str(data["width"])])
     payload = nx.node_link_data(graph, edges="edges")

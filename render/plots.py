@@ -21,16 +21,16 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ..compiler.queries import QueryEngine
-from ..compiler.query_registry import plotted
-from ..compiler.query_value import make_call
-from ..dsl.human import time_unit
+from ..compiler.query.queries import QueryEngine
+from ..compiler.query.query_registry import plotted
+from ..compiler.query.query_value import make_call
+from ..dsl.human import exact_json, time_unit
 from . import views as v
 
 DEFAULT_CONTEXTS = [2 ** k for k in range(10, 21)]     # 1K … 1M
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
           "#bcbd22"]
-# what `specc plot` draws, as the query declarations say (compiler/query_registry.py: plot=)
+# what `specc plot` draws, as the query declarations say (compiler/query/query_registry.py: plot=)
 QUANTITIES = plotted()                          # also the docs' cross-model charts
 EXTRA_QUANTITIES = plotted(on_request=True)     # on request only (specc plot --quantity tpot)
 
@@ -252,8 +252,7 @@ def to_svg(plot: Plot) -> str:
 
 def data_json(plot: Plot) -> dict:
     def exact(y):
-        y = sp.sympify(y)
-        return int(y) if y.is_Integer else (f"{y.p}/{y.q}" if y.is_Rational else str(y))
+        return exact_json(sp.sympify(y))
 
     return {"quantity": plot.quantity, "title": plot.title, "x": plot.xlabel, "y": plot.ylabel,
             "series": [{"model": s.model, "component": s.component, "x": s.xs, "y": [exact(y) for y in s.ys],

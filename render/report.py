@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from ..compiler.queries import QueryEngine
+from ..compiler.query.queries import QueryEngine
 from ..dsl.errors import SpecError
 from ..verify.claims import VERDICTS
 from ..verify import sources as S
-from ..verify.output import _tol
+from ..verify.output import tolerance_text
 from . import tables as T
 
 e = html.escape
@@ -63,9 +63,9 @@ class SpecReport:
 def closed_form(engine: QueryEngine, query: str, cache: dict) -> str:
     """The claim's query with its scenario numbers replaced by symbols, as a
     closed form, when it is a single call of a query whose declaration names the
-    scenario parameters it has a closed form in (compiler/query_registry.py)."""
-    from ..compiler.query_registry import REGISTRY
-    from ..compiler.query_value import Expr, Name
+    scenario parameters it has a closed form in (compiler/query/query_registry.py)."""
+    from ..compiler.query.query_registry import REGISTRY
+    from ..compiler.query.query_value import Expr, Name
 
     expr = Expr.parse(str(query).strip())
     call = expr.call if expr is not None else None
@@ -96,7 +96,7 @@ def claim_rows(engine: QueryEngine, results: list) -> list:
         c = r.claim
         expected = str(c.expect or c.expect_formula or "")
         rows.append(ClaimRow(r.verdict, c.id, c.source, c.quote, str(c.eval), r.computed_display(),
-                             r.computed_exact(), expected, _tol(r) if r.low is not None else "",
+                             r.computed_exact(), expected, tolerance_text(r) if r.low is not None else "",
                              closed_form(engine, c.eval, cache) if r.computed is not None else "",
                              c.note or "", c.erratum or "", r.message if r.verdict != "PASS" else "",
                              S.source_name(c.source), S.gloss(c)))
@@ -116,7 +116,7 @@ def _source_line(entry: dict) -> str:
 
 
 def build(path: str, engine: QueryEngine | None = None, figures=(), tables=()) -> SpecReport:
-    from ..compiler.spec import load_spec
+    from ..compiler.schema.spec import load_spec
 
     spec = engine.spec if engine is not None else load_spec(path)
     engine = engine or QueryEngine(spec)
@@ -205,7 +205,7 @@ def _page(title: str, body: str) -> str:
             + body + "\n</body></html>\n")
 
 
-def _svg_inline(svg: str) -> str:
+def svg_inline(svg: str) -> str:
     # drop the XML prolog and DOCTYPE so the SVG can live inside HTML
     svg = re.sub(r"<\?xml[^>]*\?>\s*", "", svg)
     svg = re.sub(r"<!DOCTYPE[^>]*>\s*", "", svg)
@@ -224,7 +224,7 @@ def to_html(rep: SpecReport, nav: str = "") -> str:
                                                                        else "") + "</p>")
     parts.append(f'<p class="summary"><b>Verdicts:</b> {summary_html(rep.counts)}</p>')
     for title, svg, _ in rep.figures:
-        parts.append(f'<div class="figure"><h3>{e(title)}</h3>{_svg_inline(svg)}</div>')
+        parts.append(f'<div class="figure"><h3>{e(title)}</h3>{svg_inline(svg)}</div>')
     for t in rep.tables:
         parts.append(T.to_html(t))
     parts.append("<h2>Claims</h2>")

@@ -10,7 +10,7 @@ labels each figure with `data-query` (the specc query text it shows) and
 `data-value` (its exact value, as `specc eval --json` prints it).
 
 What is exported is data, not code per model: FIGURES (from the query
-declarations, compiler/query_registry.py) is what the page shows; a figure whose closed form cannot be built for a spec
+declarations, compiler/query/query_registry.py) is what the page shows; a figure whose closed form cannot be built for a spec
 (e.g. a sum over decode steps with no closed form) is exported as unavailable
 with the reason, never approximated.
 
@@ -28,7 +28,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..compiler.query_value import make_call
+from ..compiler.query.query_value import make_call
 from ..dsl.search_path import device_files
 
 ASSETS = Path(__file__).with_name("site_assets")
@@ -62,8 +62,8 @@ class Figure:
 
 
 def _figures(group: str) -> tuple:
-    """The page's figures of a group, as the query declarations list them (compiler/query_registry.py)."""
-    from ..compiler.query_registry import figures
+    """The page's figures of a group, as the query declarations list them (compiler/query/query_registry.py)."""
+    from ..compiler.query.query_registry import figures
 
     return tuple(Figure(f.id, f.label, f.unit, name, f.args, f.formatted, f.context, f.context_offset, f.doc,
                         group == "deployed") for name, f in figures(group))
@@ -72,7 +72,7 @@ def _figures(group: str) -> tuple:
 FIGURES = _figures("model")
 
 
-# The deployments the page offers, as engines lay them out (compiler/sharding.py): tp·pp·dp
+# The deployments the page offers, as engines lay them out (compiler/deploy/sharding.py): tp·pp·dp
 # devices, the routed experts spread over ep of a stage's tp·dp devices. The page offers
 # every tp, dp of LAYOUT_DEGREES with tp·dp <= MAX_STAGE_DEVICES, and ep = 1 (each expert
 # split over tp·dp) or ep = tp·dp (vLLM's --enable-expert-parallel: tp=8, ep=8 is 8 GPUs,
@@ -119,8 +119,8 @@ COMPUTE_CHOICES = ("bf16", "fp16", "fp8", "int8", "fp4")
 
 
 def declared(query: str) -> tuple:
-    """The parameters a query declares (compiler/query_registry.py)."""
-    from ..compiler.query_registry import REGISTRY
+    """The parameters a query declares (compiler/query/query_registry.py)."""
+    from ..compiler.query.query_registry import REGISTRY
 
     return REGISTRY[query].names
 
@@ -241,7 +241,7 @@ def _exact(value) -> int | str:
 # node (d_lu_<kind>) and across nodes (d_lo_<kind>): the page passes the device's facts and
 # does no arithmetic of its own.
 def _collective_kinds():
-    from ..compiler.collectives import KINDS
+    from ..compiler.deploy.collectives import KINDS
 
     return KINDS
 
@@ -262,20 +262,20 @@ def _formula_args(engine, point: dict, fmt: str | None, **extra):
     memory and workspace as symbols and unit rates (a row's seconds are then its FLOPs and bytes)."""
     import sympy as sp
 
-    from ..compiler.query_base import _BYTE_RATE, _FLOP_RATE, Quantity, _Args
+    from ..compiler.query.query_base import BYTE_RATE, FLOP_RATE, Quantity, QueryArgs
     from ..dsl.units import BYTES
 
     d = _device_symbols()
-    values = {"device": "<rates given>", "flops": Quantity(sp.Integer(1), _FLOP_RATE),
-              "bandwidth": Quantity(sp.Integer(1), _BYTE_RATE), "memory": Quantity(d["d_memory"], BYTES),
+    values = {"device": "<rates given>", "flops": Quantity(sp.Integer(1), FLOP_RATE),
+              "bandwidth": Quantity(sp.Integer(1), BYTE_RATE), "memory": Quantity(d["d_memory"], BYTES),
               "workspace": Quantity(d["d_workspace"], BYTES), **{k: sp.Integer(v) for k, v in point.items()}, **extra}
     if fmt is not None:
         values["format"] = fmt
-    return _Args(values, None, engine, {"symbolic_ok": True})
+    return QueryArgs(values, None, engine, {"symbolic_ok": True})
 
 
 def capacity_forms(engine, model, point: dict, fmt: str | None, knobs: dict | None = None) -> dict:
-    """The capacity rules of q_capacity.py on the engine's own budget (_budget: per pipeline stage,
+    """The capacity rules of q_capacity.py on the engine's own budget (budget: per pipeline stage,
     memory − weights − workspace with memory and workspace as symbols, and one request's state):
 
       b_max(H) = dp · max(0, min over stages with state of ⌊free / state(H)⌋)          (q_b_max)
@@ -287,10 +287,10 @@ def capacity_forms(engine, model, point: dict, fmt: str | None, knobs: dict | No
     them with the engine's b_max and time refusals."""
     import sympy as sp
 
-    from ..compiler.sharding import Deployment
-    from ..compiler.symbols import B, H, P
+    from ..compiler.deploy.sharding import Deployment
+    from ..compiler.schema.symbols import B, H, P
 
-    free, per_request, _ = engine._budget(model, _formula_args(engine, point, fmt, **(knobs or {})), need_state=False)
+    free, per_request, _ = engine.budget(model, _formula_args(engine, point, fmt, **(knobs or {})), need_state=False)
     dep = Deployment(point["tp"], point["pp"], point["ep"], point["dp"], per_device=True)
 
     def most(terms):
@@ -323,7 +323,7 @@ TIME_STEPS = {"tpot": "a decode step of B requests at H", "ttft": "a prefill of 
 def _steps():
     import sympy as sp
 
-    from ..compiler.symbols import B, H, P
+    from ..compiler.schema.symbols import B, H, P
 
     one, zero = sp.Integer(1), sp.Integer(0)
     return {"tpot": [(B, H, one)], "ttft": [(one, zero, P), (B, H, one)]}
@@ -356,9 +356,9 @@ def comm_forms(engine, model, point: dict, gpus_per_node: int | None) -> dict:
 
     import sympy as sp
 
-    from ..compiler.collectives import Links, seconds, traffic
-    from ..compiler.sharding import Deployment
-    from ..compiler.symbols import B, P, S
+    from ..compiler.deploy.collectives import Links, seconds, traffic
+    from ..compiler.deploy.sharding import Deployment
+    from ..compiler.schema.symbols import B, P, S
 
     dep = Deployment(point["tp"], point["pp"], point["ep"], point["dp"], per_device=True)
     d = _device_symbols()
@@ -371,7 +371,7 @@ def comm_forms(engine, model, point: dict, gpus_per_node: int | None) -> dict:
             out[name] = (sp.Integer(0), [])
             continue
         act = sp.Integer(2)
-        per_part = [engine._collectives(model, dep, {B: b, S: s, P: p}, act, None, gpus_per_node)
+        per_part = [engine.call_collectives(model, dep, {B: b, S: s, P: p}, act, None, gpus_per_node)
                     for b, s, p in parts]
         colls = per_part[0]
         for other in per_part[1:]:
@@ -388,9 +388,9 @@ def helper_functions() -> str:
     seconds (compute plus collectives, or the larger with overlap) and B / seconds."""
     import sympy as sp
 
-    from ..compiler import codegen
+    from ..compiler.lanes import codegen
 
-    from ..compiler.sharding import Deployment
+    from ..compiler.deploy.sharding import Deployment
 
     c, k, ov, b, t = sp.symbols("d_compute d_comm d_overlap B d_seconds", nonnegative=True)
     step = sp.Piecewise((sp.Max(c, k), sp.Eq(ov, 1)), (c + k, True))
@@ -417,8 +417,8 @@ def context_functions() -> str:
     offset, and the larger of two checks for ttft (P, and H + 1 beside decoding requests)."""
     import sympy as sp
 
-    from ..compiler import codegen
-    from ..compiler.symbols import SCENARIO
+    from ..compiler.lanes import codegen
+    from ..compiler.schema.symbols import SCENARIO
 
     def total(names, offset):
         return sp.Add(*[SCENARIO[n] for n in names]) + offset
@@ -438,9 +438,9 @@ def context_functions() -> str:
 
 def device_links(engine, name: str):
     """A device's links as the time queries read them (collectives.Links)."""
-    from ..compiler.query_base import _Args
+    from ..compiler.query.query_base import QueryArgs
 
-    return engine._links_of(_Args({"device": name}, None, engine, {}), name)
+    return engine.links_of(QueryArgs({"device": name}, None, engine, {}), name)
 
 
 def export_devices(engine, files: list) -> list[dict]:
@@ -483,11 +483,11 @@ def export_devices(engine, files: list) -> list[dict]:
             row["peaks"][str(dtype)] = str(_exact(engine.evaluate_text(call.text()).value))
         row["compute_for"] = {}
         for kind, scheme in _compute_types().items():
-            from ..compiler.query_base import _Args
-            from ..compiler.schemes import FormatChoice
+            from ..compiler.query.query_base import QueryArgs
+            from ..compiler.deploy.schemes import FormatChoice
 
             fmt = FormatChoice(engine.spec.default_format, weights=scheme)
-            row["compute_for"][kind] = engine._compute_dtype(_Args({"device": path.stem}, None, engine, {}), fmt,
+            row["compute_for"][kind] = engine._compute_dtype(QueryArgs({"device": path.stem}, None, engine, {}), fmt,
                                                              path.stem)[0]
         devices.append(row)
     return devices
@@ -536,7 +536,7 @@ class _Exported:
         self.unavailable: dict[str, int] = {}
 
     def function_of(self, expr, args=SCENARIO_ARGS, shared=None) -> int:
-        from ..compiler import codegen
+        from ..compiler.lanes import codegen
 
         if (expr, args) not in self._printed:
             source = codegen.emit(expr, list(args), "javascript", shared=shared)
@@ -574,8 +574,8 @@ class _Exported:
 
 
 def _unavailable_errors():
-    from ..compiler.codegen import CodegenError
-    from ..compiler.patterns import NoClosedForm
+    from ..compiler.lanes.codegen import CodegenError
+    from ..compiler.schema.patterns import NoClosedForm
     from ..dsl.errors import SpecError
 
     return (NoClosedForm, SpecError, CodegenError, ValueError)
@@ -656,8 +656,8 @@ def _raise(exc):
 def _parts(path: str) -> list:
     """The export of one spec in independent pieces (so that worker processes share a
     big spec): "base", then the default options' layouts one tp at a time."""
-    from ..compiler.queries import QueryEngine
-    from ..compiler.spec import load_spec
+    from ..compiler.query.queries import QueryEngine
+    from ..compiler.schema.spec import load_spec
 
     spec = load_spec(path)
     model = QueryEngine.shared(spec).model({})
@@ -671,8 +671,8 @@ def _parts(path: str) -> list:
 def export_part(task) -> dict:
     """One piece of a spec's export (see _parts); export_spec joins them."""
     path, part = task
-    from ..compiler.queries import QueryEngine
-    from ..compiler.spec import load_spec
+    from ..compiler.query.queries import QueryEngine
+    from ..compiler.schema.spec import load_spec
 
     spec = load_spec(path)
     engine = QueryEngine.shared(spec)
@@ -803,7 +803,7 @@ def _export_base(path, spec, engine, all_variants, layouts, out: _Exported) -> d
 def _format_schemes(fdef) -> dict:
     """The weight and KV schemes a spec format names itself (scheme:, kv:), and the weight scheme's
     math type: the page's time figures follow it as the engine does when no knob overrides it."""
-    from ..compiler.schemes import weight_scheme
+    from ..compiler.deploy.schemes import weight_scheme
 
     scheme = getattr(fdef, "scheme", None)
     return {"scheme": None if scheme is None else str(scheme), "kv": getattr(fdef, "kv", None) and str(fdef.kv),
@@ -813,7 +813,7 @@ def _format_schemes(fdef) -> dict:
 def knob_table() -> dict:
     """The knobs the page offers (KNOB_CHOICES, COMPUTE_CHOICES) with each scheme's doc and, for
     weights, the math type a time query follows by default (schemes.yaml's compute:)."""
-    from ..compiler.schemes import kv_scheme, weight_scheme
+    from ..compiler.deploy.schemes import kv_scheme, weight_scheme
 
     return {"weights": [{"name": n, "compute": weight_scheme(n, None).compute, "doc": weight_scheme(n, None).doc}
                         for n in KNOB_CHOICES.get("weights", ())],
@@ -823,7 +823,7 @@ def knob_table() -> dict:
 
 def _compute_types() -> dict:
     """One weight scheme of each math type the schemes table names (type -> scheme)."""
-    from ..compiler.schemes import table
+    from ..compiler.deploy.schemes import table
 
     found = {}
     for scheme in table()[0].values():
@@ -842,7 +842,7 @@ def _spec_js(data: dict) -> str:
 def _query_names() -> set:
     """The engine's query names: the page shows a derived figure (h_max) only when
     the engine can answer its query, so the figure's data-query always evaluates."""
-    from ..compiler.queries import QUERIES
+    from ..compiler.query.queries import QUERIES
 
     return set(QUERIES)
 
@@ -855,14 +855,15 @@ def _byte_units() -> dict:
 
 
 def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = None, jobs: int = 2,
-               progress=None) -> list[Path]:
-    """Write the explorer, its data files and (when given) a copy of the docs.
-    progress(done, total, spec_path) is called as each export part finishes."""
+               progress=None, plan: bool = False) -> list[Path]:
+    """Write the explorer, its data files and (when given) a copy of the docs; with `plan`,
+    the plan view's data too (render/plan_site.py). progress(done, total, spec_path) is
+    called as each export part finishes."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    from ..compiler import codegen
-    from ..compiler.queries import QueryEngine
-    from ..compiler.spec import load_spec
+    from ..compiler.lanes import codegen
+    from ..compiler.query.queries import QueryEngine
+    from ..compiler.schema.spec import load_spec
 
     from .output_tree import previous_files, relative_files, safe_stem, write_files
 
@@ -908,6 +909,10 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
             "docs": docs_dir is not None, "queries": sorted(_query_names())}
     files["data/site.js"] = "var SPECC_SITE = " + json.dumps(site, ensure_ascii=False, indent=1) + ";\n"
     files["data/exact.js"] = codegen.prelude("javascript") + helper_functions() + context_functions()
+    if plan:
+        from .plan_site import plan_files
+
+        files.update(plan_files(spec_paths, jobs))
     for asset in sorted(ASSETS.iterdir()):
         files[asset.name] = asset.read_bytes()
     if docs_dir is not None and Path(docs_dir).is_dir():

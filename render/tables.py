@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from ..compiler.build import Model
-from ..compiler.queries import QueryEngine
-from ..compiler.query_value import make_call
+from ..compiler.graph.build import Model
+from ..compiler.query.queries import QueryEngine
+from ..compiler.query.query_value import make_call
 from ..dsl.errors import SpecError
 from ..dsl.parser import parse_quantity
 from ..dsl.units import unit_of_terms
@@ -347,7 +347,7 @@ def _op_order(groups: list) -> dict:
 
 def _layer_set(*sets):
     """The union of layer collections: a set when small, ranges when huge (never listed)."""
-    from ..compiler.layerset import SMALL, union
+    from ..compiler.schema.layerset import SMALL, union
 
     if sum(len(x) for x in sets) <= SMALL:
         return set().union(*(set(x) for x in sets))
@@ -461,7 +461,7 @@ DEFAULT_SCENARIOS = [("prefill 8K", "B=1, S=0, P=8192"), ("decode at 8K", "B=1, 
 def _scenario_query(name: str, arguments: str, **more) -> str:
     """The query `name` at the scenario arguments a user wrote ('B=1, S=0, P=8192'), with
     `more` arguments and extrapolate=true (a table runs past a model's context, flagged)."""
-    from ..compiler.query_value import call_with_arguments
+    from ..compiler.query.query_value import call_with_arguments
     from ..dsl.errors import Loc
 
     call = call_with_arguments(name, arguments)
@@ -538,7 +538,7 @@ class Column:
 
 def default_columns() -> list:
     """The compare table's default columns, as the query declarations give them."""
-    from ..compiler.query_registry import default_columns as declared
+    from ..compiler.query.query_registry import default_columns as declared
 
     return [Column(c.label, make_call(name, c.args).text(), c.unit, c.digits) for name, c in declared()]
 
@@ -608,5 +608,5 @@ def roofline_table(engine: QueryEngine, args: str | None = None) -> Table:
         else "the datasheet peak"
     t.notes.append(f"Per device of the deployment; FLOPs and bytes exact, times at {rates} (mfu/mbu scale "
                    "them); communication is each collective's latency plus its bytes over the per-direction "
-                   "link. Conventions: compiler/q_time.py and README 'Deployment sizing'.")
+                   "link. Conventions: compiler/query/q_time.py and README 'Deployment sizing'.")
     return t

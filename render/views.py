@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.printing.str import StrPrinter
 
-from ..compiler.build import Model, OpNode
-from ..compiler.symbols import B, P
+from ..compiler.graph.build import Model, OpNode
+from ..compiler.schema.symbols import B, P
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 MATRIX_KINDS = {"matmul", "attend", "score", "work"}
@@ -98,13 +98,13 @@ def find_group(model: Model, block: str | None) -> Group:
 
 def _huge(layers) -> bool:
     """A layer set too large to list: described from its ranges instead (never enumerated)."""
-    from ..compiler.layerset import SMALL
+    from ..compiler.schema.layerset import SMALL
 
     return len(layers) > SMALL
 
 
 def _ranges_text(layers, limit: int | None = None) -> str:
-    from ..compiler.layerset import ranges_of, union
+    from ..compiler.schema.layerset import ranges_of, union
 
     try:
         rs = union(layers).ranges
@@ -120,7 +120,7 @@ def _ranges_text(layers, limit: int | None = None) -> str:
 
 def merged_layers(sets):
     """The layers of several groups in order: a sorted tuple when small, ranges when huge."""
-    from ..compiler.layerset import union
+    from ..compiler.schema.layerset import union
 
     if sum(len(x) for x in sets) <= _small():
         return tuple(sorted(l for x in sets for l in x))
@@ -130,7 +130,7 @@ def merged_layers(sets):
 def same_layers(a, b) -> bool:
     """Whether two layer collections list the same layers in the same order (compared
     range by range when huge, never listed)."""
-    from ..compiler.layerset import ranges_of
+    from ..compiler.schema.layerset import ranges_of
 
     if len(a) != len(b):
         return False
@@ -140,7 +140,7 @@ def same_layers(a, b) -> bool:
 
 
 def _small() -> int:
-    from ..compiler.layerset import SMALL
+    from ..compiler.schema.layerset import SMALL
 
     return SMALL
 

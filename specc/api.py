@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .dsl.errors import SpecError
 from .dsl.limits import printing_exact
-from .dsl.human import show
+from .dsl.human import exact_json, show
 
 Error = SpecError     # the one exception type of the API
 
@@ -87,12 +87,7 @@ class Result:
     def to_json(self) -> dict:
         """The object `specc eval --json` prints for this query."""
         value = self.value
-        if isinstance(value, Fraction):
-            shown = f"{value.numerator}/{value.denominator}"
-        elif isinstance(value, int):
-            shown = value
-        else:
-            shown = str(value)
+        shown = exact_json(value)
         number = float(self.expr) if getattr(self.expr, "is_number", False) else None
         out = {"query": self.query, "value": shown, "float": number, "unit": self.unit,
                "extrapolated": self.extrapolated}
@@ -136,13 +131,13 @@ class ClaimResult:
 
 # ------------------------------------------------------------------ arguments given as Python values
 # Arguments that are estimates by nature — the achieved fraction of peak FLOPs (mfu) and of
-# peak bandwidth (mbu), compiler/q_time.py — also take a float, read as the shortest decimal
+# peak bandwidth (mbu), compiler/query/q_time.py — also take a float, read as the shortest decimal
 # that prints it (0.8 -> 4/5, as the text 'mbu=0.8' is); exact quantities still refuse floats.
 APPROXIMATE_ARGS = ("mfu", "mbu")
 
 
 def _argument_value(key: str, value):
-    """A keyword argument as a query value (compiler/query_value.py). Ints and Fractions
+    """A keyword argument as a query value (compiler/query/query_value.py). Ints and Fractions
     are exact numbers, bools true/false, strings are query text (a name, a quantity
     such as '2 GiB', a decimal such as '0.8', or a scenario symbol such as 'P' with
     symbolic=True); a float is taken only for the approximate arguments (APPROXIMATE_ARGS);
@@ -151,7 +146,7 @@ def _argument_value(key: str, value):
 
     import sympy as sp
 
-    from .compiler.query_value import Expr, Name
+    from .compiler.query.query_value import Expr, Name
 
     if isinstance(value, bool):
         return Name("true" if value else "false")
@@ -181,8 +176,8 @@ def _argument_value(key: str, value):
 
 def _call(query: str, args: dict):
     """The query value of a bare query name and keyword arguments given as Python values."""
-    from .compiler.query_registry import REGISTRY
-    from .compiler.query_value import Call
+    from .compiler.query.query_registry import REGISTRY
+    from .compiler.query.query_value import Call
 
     name = query.strip()
     if not name.isidentifier():
@@ -204,7 +199,7 @@ def _query_method(info):
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
     if info.special:        # dim(NAME), dtype_bytes(NAME): m.dim("d")
         def method(self, name: str) -> Result:
-            from .compiler.query_value import Call, Name
+            from .compiler.query.query_value import Call, Name
 
             if not isinstance(name, str) or not name.isidentifier():
                 raise Error(f"{info.name}() takes a name, got {name!r}", expected=f"m.{info.name}('d')")
@@ -236,7 +231,7 @@ def _query_method(info):
 
 
 def _docstring(info) -> str:
-    from .compiler.query_registry import docstring
+    from .compiler.query.query_registry import docstring
 
     return docstring(info)
 
@@ -246,7 +241,7 @@ class Model:
     """A spec, loaded and checked; queries compile it on first use (cached by content)."""
 
     def __init__(self, spec):
-        from .compiler.queries import QueryEngine
+        from .compiler.query.queries import QueryEngine
 
         self.spec = spec
         self.engine = QueryEngine(spec)
@@ -290,11 +285,11 @@ class Model:
         """The query at every point of a grid, exact: m.sweep('flops(P=P, B=B)',
         P=range(1, 10**6 + 1), B=[1, 2, 4]). Each swept name is written NAME=NAME
         in the query and given as a range or a list of non-negative ints. Returns a
-        table (compiler/sweep.py) with .names, .columns, .values (int64 array when
+        table (compiler/lanes/sweep.py) with .names, .columns, .values (int64 array when
         proven safe, else exact ints/Fractions), .extrapolated, .refused (points
         eval refuses: beyond max_context without extrapolate=true) and .unit;
-        specc.compiler.sweep.to_csv / to_json print it as `specc sweep` does."""
-        from .compiler import sweep as sweeping
+        specc.compiler.lanes.sweep.to_csv / to_json print it as `specc sweep` does."""
+        from .compiler.lanes import sweep as sweeping
 
         for name, values in over.items():
             if not (isinstance(values, range) or (isinstance(values, (list, tuple)) and values and all(
@@ -340,10 +335,10 @@ class Model:
         return out
 
 
-# one method per declared query (compiler/query_registry.py): m.flops(P=8192), m.params(group="routed_experts"),
+# one method per declared query (compiler/query/query_registry.py): m.flops(P=8192), m.params(group="routed_experts"),
 # m.dim("d")
 def _add_query_methods() -> None:
-    from .compiler.query_registry import REGISTRY
+    from .compiler.query.query_registry import REGISTRY
 
     for info in REGISTRY.values():
         setattr(Model, info.name, _query_method(info))
@@ -355,7 +350,7 @@ _add_query_methods()
 def load(spec: str | Path) -> Model:
     """A spec by path ('specs/<model>.yaml', a pathlib.Path) or by name ('<model>':
     the current folder, --path/SPECC_PATH folders, then the specs shipped with specc)."""
-    from .compiler.spec import load_spec
+    from .compiler.schema.spec import load_spec
     from .dsl.search_path import spec_argument
 
     if not isinstance(spec, (str, Path)):

@@ -110,7 +110,7 @@ def eval_(spec, queries, as_json, exact, symbolic, no_fast):
                 answers.append(exc)
         rows = [a.to_json() if not isinstance(a, SpecError) else a for a in answers]
     else:
-        # compiled queries (compiler/compiled.py): the same exact values, printed by the fast lane's formatter
+        # compiled queries (compiler/lanes/compiled.py): the same exact values, printed by the fast lane's formatter
         from .cli_fast import compiled_answers, eval_rows, value_notes
 
         answers = compiled_answers(spec, queries, keep_going=True)
@@ -142,7 +142,7 @@ def _print_eval(queries, rows, as_json: bool, exact: bool, render_eval) -> bool:
 
 
 # the query list of `eval --help` comes from the one registration table (stdlib-only import)
-from .compiler.query_registry import help_lines as _query_help_lines  # noqa: E402
+from .compiler.query.query_registry import help_lines as _query_help_lines  # noqa: E402
 
 # (the docstring is dedented first: click dedents help at print time, and unindented lines appended
 # to an indented docstring would keep all of it indented)
@@ -169,7 +169,7 @@ def check(specs, allow_dead_ends, strict):
     specc check specs/*.yaml
     specc check --allow-dead-ends my_draft.yaml
     """
-    from .compiler.build import compile_spec
+    from .compiler.graph.build import compile_spec
     from .verify.claims import load_claims
 
     dead_total = 0

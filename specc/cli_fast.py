@@ -1,5 +1,5 @@
 """The console script's fast lane: `eval` and `verify` answered from compiled
-queries (compiler/compiled.py) without importing click, sympy, yaml or lark.
+queries (compiler/lanes/compiled.py) without importing click, sympy, yaml or lark.
 
 `try_fast(argv)` handles only the plain forms of the two commands: `verify`
 only when every answer is already in the cache, `eval` also on a miss (it then
@@ -22,15 +22,9 @@ from .dsl.limits import printing_exact
 
 # ------------------------------------------------------------------ eval output
 def _json_value(value):
-    if type(value) is int:
-        return value
-    if isinstance(value, Fraction):
-        return f"{value.numerator}/{value.denominator}"
-    if getattr(value, "is_Integer", False):
-        return int(value)
-    if getattr(value, "is_Rational", False):
-        return f"{value.p}/{value.q}"
-    return str(value)
+    from .dsl.human import exact_json
+
+    return exact_json(value)
 
 
 def _float(value):
@@ -67,7 +61,7 @@ def value_notes(spec_path, queries, answers) -> dict:
     """query -> the symbolic engine's note, for the few answers that need a reason beside the
     value (a b_max of 0 says what is short). The compiled store keeps values only, so those
     queries are asked once more of the engine (rare: only a zero capacity)."""
-    from .compiler.query_value import Expr
+    from .compiler.query.query_value import Expr
 
     def capacity(text) -> bool:        # the query is one b_max call (read as a query value, not as text)
         parsed = Expr.parse(text)
@@ -77,8 +71,8 @@ def value_notes(spec_path, queries, answers) -> dict:
               if not isinstance(answer, Exception) and answer[0] == 0 and capacity(text)]
     if not wanted:
         return {}
-    from .compiler.queries import QueryEngine
-    from .compiler.spec import load_spec
+    from .compiler.query.queries import QueryEngine
+    from .compiler.schema.spec import load_spec
 
     engine = QueryEngine.shared(load_spec(spec_path))
     return {text: engine.evaluate_text(text).note for text in wanted}
@@ -124,7 +118,7 @@ def _eval(args) -> int | None:
             rest.append(arg)
     if len(rest) < 2 or not os.path.isfile(rest[0]):
         return None
-    from .compiler import compiled
+    from .compiler.lanes import compiled
 
     spec, queries = rest[0], rest[1:]
     answers = []
@@ -155,9 +149,9 @@ def compiled_answers(spec_path, queries, keep_going: bool = False) -> list:
     closed form (with the symbolic engine) where the store has none. Shared by the
     fast lane and the click command, so both print the same bits. A query's located
     error is raised, or with keep_going=True kept in its place (the others still answered)."""
-    from .compiler import compile_queries
-    from .compiler.queries import QueryEngine
-    from .compiler.spec import load_spec
+    from .compiler.lanes import compile_queries
+    from .compiler.query.queries import QueryEngine
+    from .compiler.schema.spec import load_spec
     from .dsl.errors import SpecError
 
     engine = QueryEngine.shared(load_spec(spec_path))

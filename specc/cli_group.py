@@ -31,6 +31,7 @@ COMMANDS = {
     "sweep": "cli_sweep:sweep",
     "plan": "cli_plan:plan_command",
     "simulate": "cli_plan:simulate_command",
+    "ship-compiled": "cli_ship:ship_compiled",
 }
 
 

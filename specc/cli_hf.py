@@ -31,8 +31,8 @@ def import_hf(config, output, name):
     specc import-hf ~/.cache/huggingface/hub/models--org--name/snapshots/abc123 -o specs/m.yaml
     specc eval specs/my_model.yaml 'params()'
     """
-    from .compiler.build import compile_spec
-    from .dsl.hf_import import write_spec
+    from .compiler.graph.build import compile_spec
+    from .hf.importer import write_spec
 
     write_spec(config, output, name)
     compile_spec(load_spec_file(output))   # the written spec must compile; a failure here is a bug, reported located

@@ -44,6 +44,19 @@ def _pairs(items, what):
     return out
 
 
+def _degrees(text, what) -> tuple:
+    from .dsl.errors import Loc, SpecError
+
+    try:
+        out = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        out = ()
+    if not out or min(out) < 1:
+        raise SpecError(f"cannot read {what} '{text}'", Loc(what, 1, 1, source_text=text),
+                        expected="positive whole numbers, comma-separated, e.g. 1,2")
+    return out
+
+
 @click.command("plan")
 @click.argument("spec", type=SPEC)
 @_traffic
@@ -59,6 +72,8 @@ def _pairs(items, what):
 @click.option("--devices", default="h100_sxm,h200,b200,mi300x,a100_80gb", show_default=True,
               help="Device files (specs/hardware/) to consider, comma-separated.")
 @click.option("--max-gpus", type=int, default=8, show_default=True)
+@click.option("--pp", "pp_degrees", default="1,2,4,8", show_default=True,
+              help="Pipeline stages to consider, comma-separated (the explorer's plan view searches --pp 1).")
 @click.option("--price", "prices", multiple=True, help="DEVICE=$/h per device (e.g. h100_sxm=2.50); cost replaces GPUs.")
 @click.option("--formats", default=None,
               help="Formats to consider, comma-separated: a declared format name, or ARG=V+ARG=V such as "
@@ -69,7 +84,7 @@ def _pairs(items, what):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None)
 @click.option("--quiet", is_flag=True, help="No progress on standard error.")
 def plan_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate, ttft, tpot, percentile, max_loop_gain,
-                 sim_requests, devices, max_gpus, prices, formats, mode, fmt, output, quiet):
+                 sim_requests, devices, max_gpus, pp_degrees, prices, formats, mode, fmt, output, quiet):
     """The cheapest deployments that serve a traffic within its latency targets.
 
     Searches devices × tp (within a node) × pp × dp × ep (MoE specs: ep = 1 or
@@ -89,7 +104,8 @@ def plan_command(spec, rate, isl, osl, mix, arrivals, chunk, fixed, extrapolate,
     found = run_plan(spec, rate, isl, osl, ttft, tpot, tuple(d.strip() for d in devices.split(",") if d.strip()),
                      max_gpus, formats.split(",") if formats else None, _pairs(fixed, "--with"), mode,
                      _pairs(prices, "--price"), arrivals, chunk, extrapolate, quiet=quiet, percentile=percentile,
-                     sim_requests=sim_requests, max_loop_gain=max_loop_gain, mix=mix)
+                     sim_requests=sim_requests, max_loop_gain=max_loop_gain, mix=mix,
+                     pp=_degrees(pp_degrees, "--pp"))
     text = {"text": report.to_text, "json": report.to_json, "csv": report.to_csv, "md": report.to_md}[fmt](found)
     if fmt == "json":
         text += "\n"

@@ -9,7 +9,7 @@ import click
 
 from .cli_support import load_spec_file
 from .cli_spec import SPEC
-from .compiler.query_registry import plotted
+from .compiler.query.query_registry import plotted
 
 
 def _choices(options) -> dict:
@@ -63,7 +63,7 @@ def graph(spec, level, block, fmt, output, options):
     specc graph specs/<model>.yaml --level full --format json -o graph.json
     specc graph specs/<model>.yaml --option mode=reference --format dot
     """
-    from .compiler.build import compile_spec
+    from .compiler.graph.build import compile_spec
     from .render import diagrams
     from .render.graph_export import to_dot, to_json
     from .render.views import RenderError
@@ -116,7 +116,7 @@ def table(specs, kind, fmt, columns, scenarios, contexts, unit, state_format, ou
     specc table specs/*.yaml --kind params --format csv
     specc table specs/a.yaml specs/b.yaml --kind compare --column 'Prefill 8K=flops(P=8192)@TFLOPs'
     """
-    from .compiler.queries import QueryEngine
+    from .compiler.query.queries import QueryEngine
     from .render import tables as T
     from .render.views import RenderError
 
@@ -169,7 +169,7 @@ def plot(specs, quantity, device, workspace, contexts, components, state_format,
     """
     import json
 
-    from .compiler.queries import QueryEngine
+    from .compiler.query.queries import QueryEngine
     from .render import plots as PL
     from .render.views import RenderError
 

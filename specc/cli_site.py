@@ -19,7 +19,10 @@ import click
 @click.option("--docs", "docs_dir", default="docs", show_default=True, type=click.Path(file_okay=False),
               help="Generated docs (specc docs) to copy under DIR/docs; skipped when the folder is absent.")
 @click.option("--jobs", default=2, show_default=True, help="Worker processes for the export.")
-def site(out_dir, spec_glob, docs_dir, jobs):
+@click.option("--plan", "with_plan", is_flag=True,
+              help="Add the plan view (plan.html: specc plan in the browser), exporting each spec's call_time, "
+                   "b_max and state_bytes per device layout of the page's space (seconds per spec).")
+def site(out_dir, spec_glob, docs_dir, jobs, with_plan):
     """Write a static site: the interactive explorer and the claims reports/docs.
 
     Every figure of the explorer is computed in the browser from the spec's
@@ -33,6 +36,7 @@ def site(out_dir, spec_glob, docs_dir, jobs):
     \b
     specc site -o site/
     specc site -o /tmp/site --specs 'specs/<family>_*.yaml'
+    specc site -o /tmp/site --specs 'specs/<family>_*.yaml' --plan
     """
     from .render.site import write_site
 
@@ -54,7 +58,7 @@ def site(out_dir, spec_glob, docs_dir, jobs):
     from .render.views import RenderError
 
     try:
-        written = write_site(Path(out_dir), paths, docs, jobs=jobs, progress=progress)
+        written = write_site(Path(out_dir), paths, docs, jobs=jobs, progress=progress, plan=with_plan)
     except RenderError as exc:          # a folder specc did not make, a spec name that cannot be a link
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

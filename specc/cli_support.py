@@ -7,7 +7,7 @@ import sys
 
 
 def load_spec_file(path):
-    from .compiler.spec import load_spec
+    from .compiler.schema.spec import load_spec
 
     return load_spec(path)
 

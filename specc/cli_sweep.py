@@ -1,4 +1,4 @@
-"""`specc sweep`: one query over a grid of scenario values (compiler/sweep.py)."""
+"""`specc sweep`: one query over a grid of scenario values (compiler/lanes/sweep.py)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def sweep(spec, query, overs, fmt, output, no_fast):
     """
     import time
 
-    from .compiler import sweep as sweeping
+    from .compiler.lanes import sweep as sweeping
     from .dsl.errors import SpecError
 
     start = time.perf_counter()

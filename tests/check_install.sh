@@ -30,4 +30,8 @@ specc eval my_qwen.yaml 'params()' 'device_memory(device=rtx_4090)' \
     'weight_bytes() / weight_bytes(spec=qwen3_32b)'
 python -c 'import specc; r = specc.load("my_qwen.yaml").eval("params()"); print("api:", type(r.value).__name__, r)'
 specc verify my_qwen.yaml > verify.txt       # exit 1 on any FAIL/XPASS/ERROR stops the script
-tail -n 1 verify.txt
+grep -E '^[0-9]+ pass' verify.txt | tail -n 1     # the totals line
+# a first verify of a shipped spec (an empty cache) reads its shipped compiled form: no sympy
+shipped=$(python -c 'import specc, os; print(os.path.join(os.path.dirname(specc.__file__), "specs", "qwen3_8b.yaml"))')
+SPECC_CACHE_DIR="$work/fresh-cache" python -X importtime -m specc verify "$shipped" > first.txt 2> imports.txt
+if grep -q ' sympy$' imports.txt; then echo "first verify: compiled"; else echo "first verify: shipped forms"; fi

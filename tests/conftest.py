@@ -51,8 +51,8 @@ def repo() -> Path:
 
 def shipped_engine(name: str):
     """The query engine of specs/<name>.yaml (one per spec in the test process)."""
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     return QueryEngine.shared(load_spec(SPECS / f"{name}.yaml"))
 

@@ -26,8 +26,8 @@ def test_a_dense_model_uses_every_parameter():
 
 def test_active_params_by_enumeration(write_spec):
     """A toy router: E experts with biases, top-k; count the weights one token touches by hand."""
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     for E, k in [(4, 1), (4, 2), (8, 3), (3, 3), (2, 5)]:
         path = write_spec(f"""

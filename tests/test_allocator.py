@@ -1,4 +1,4 @@
-"""allocator=vllm (compiler/allocator.py): vLLM's paged KV pool, its published numbers
+"""allocator=vllm (compiler/query/allocator.py): vLLM's paged KV pool, its published numbers
 and brute-force checks of each rule on small sizes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import random
 import pytest
 
 import specc
-from specc.compiler import allocator
-from specc.compiler.allocator import LayerSpec, Pool, cdiv, lay_out
+from specc.compiler.query import allocator
+from specc.compiler.query.allocator import LayerSpec, Pool, cdiv, lay_out
 
 GIB = 2 ** 30
 

@@ -49,7 +49,7 @@ def test_readme_api_example_runs(monkeypatch):
 
 def test_import_specc_is_cheap():
     """`import specc` loads neither sympy nor the compiler: the API is imported on first use."""
-    code = "import sys, specc; print(sorted(m for m in ('sympy', 'lark', 'specc.api', 'specc.compiler.queries') if m in sys.modules))"
+    code = "import sys, specc; print(sorted(m for m in ('sympy', 'lark', 'specc.api', 'specc.compiler.query.queries') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     assert callable(specc.load) and specc.Error is specc.SpecError
@@ -77,9 +77,9 @@ def test_ratio_is_a_fraction_and_never_sympy(qwen):
 
 
 def test_keyword_methods_are_the_query_table(qwen):
-    from specc.compiler.queries import QUERIES
+    from specc.compiler.query.queries import QUERIES
 
-    from specc.compiler.query_registry import docstring
+    from specc.compiler.query.query_registry import docstring
 
     assert set(QUERIES) <= set(dir(qwen))
     for name in QUERIES:
@@ -170,7 +170,7 @@ def test_claims_and_verify_objects():
     model = specc.load("toy_moe")
     claims, results = model.claims(), model.verify()
     assert claims and [c.id for c in claims] == [r.id for r in results]
-    from specc.compiler.spec import load_spec
+    from specc.compiler.schema.spec import load_spec
     from specc.verify.claims import verify_spec
     from specc.verify.output import as_json
 
@@ -373,7 +373,7 @@ def test_the_guides_first_try_is_off_by_what_it_says():
 def test_sweep_from_python_is_the_cli_table(tmp_path, monkeypatch):
     """m.sweep(...) returns the table `specc sweep` writes: exact values, points past
     the maximum context refused (None), and a located error for a bad grid."""
-    from specc.compiler import sweep as sweeping
+    from specc.compiler.lanes import sweep as sweeping
 
     monkeypatch.setenv("SPECC_CACHE_DIR", str(tmp_path / "cache"))
     m = specc.load("qwen3_8b")

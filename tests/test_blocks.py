@@ -7,7 +7,7 @@ import glob
 
 import sympy as sp
 
-from specc.compiler.blockref import ROWS, block_reference
+from specc.compiler.graph.blockref import ROWS, block_reference
 
 
 def _ref(repo, name):

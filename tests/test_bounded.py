@@ -1,5 +1,5 @@
 """Bounded work: pipeline stages, layer unions and layer texts computed from ranges
-(compiler/layerset.py, compiler/sharding.StageMap) agree with brute-force
+(compiler/schema/layerset.py, compiler/sharding.StageMap) agree with brute-force
 enumeration on small sets, and stay cheap on 10**12 layers."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from types import SimpleNamespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specc.compiler import layerset
-from specc.compiler.layerset import LayerIndices
-from specc.compiler.sharding import stage_counts, stages
+from specc.compiler.schema import layerset
+from specc.compiler.schema.layerset import LayerIndices
+from specc.compiler.deploy.sharding import stage_counts, stages
 
 ranges = st.builds(lambda start, n, step: range(start, start + n * step, step),
                    st.integers(0, 40), st.integers(1, 12), st.integers(1, 4))
@@ -22,7 +22,7 @@ def _model(sets, declared=None):
     ops = [SimpleNamespace(layers=s, segment=f"seg{i}") for i, s in enumerate(sets)]
     ops.insert(0, SimpleNamespace(layers=(), segment="embed"))
     ops.append(SimpleNamespace(layers=(), segment="head"))
-    from specc.compiler.spec import PipelineSplit
+    from specc.compiler.schema.spec import PipelineSplit
 
     pipeline = {pp: PipelineSplit(tuple(counts), None) for pp, counts in (declared or {}).items()}
     return SimpleNamespace(ops=ops, states=[], spec=SimpleNamespace(pipeline=pipeline))

@@ -315,8 +315,8 @@ def test_help(cli, command):
 
 def test_no_shipped_spec_has_a_dead_end():
     """Every op of every shipped spec feeds another op, a block output or a segment output."""
-    from specc.compiler.build import compile_spec
-    from specc.compiler.spec import load_spec
+    from specc.compiler.graph.build import compile_spec
+    from specc.compiler.schema.spec import load_spec
 
     for spec in sorted((REPO / "specs").glob("*.yaml")):
         model = compile_spec(load_spec(spec))

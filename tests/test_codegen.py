@@ -1,4 +1,4 @@
-"""The printer (compiler/codegen.py) against sympy: every target must compute
+"""The printer (compiler/lanes/codegen.py) against sympy: every target must compute
 exactly the value sympy computes, on random expressions and random points."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import sympy as sp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from specc.compiler import codegen
-from specc.compiler.patterns import CompressedPairs, WindowPairs, compressed_pairs_int, window_pairs_int
+from specc.compiler.lanes import codegen
+from specc.compiler.schema.patterns import CompressedPairs, WindowPairs, compressed_pairs_int, window_pairs_int
 
 B, S, P = sp.symbols("B S P", integer=True, nonnegative=True)
 ARGS = ["B", "S", "P"]
@@ -168,8 +168,8 @@ def test_javascript_floor_division_of_negatives():
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_a_shipped_closed_form_in_every_target():
     """V4.1's per-call FLOPs (windows, compressed top-k, branches): JS and Python agree with sympy."""
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     expr = QueryEngine(load_spec("specs/deepseek_v41.yaml")).evaluate_text("flops(B=B, S=S, P=P)",
                                                                           symbolic_ok=True).value

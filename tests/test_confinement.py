@@ -1,4 +1,4 @@
-"""Confinement of every file a spec names (dsl/search_path.py, dsl/hf_config.py):
+"""Confinement of every file a spec names (dsl/search_path.py, hf/config.py):
 devices, sibling specs, claims files and model folders resolve through the
 allowed roots; a link leading out of them is refused with a located message
 that never echoes the target's content."""

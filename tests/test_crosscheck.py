@@ -15,8 +15,8 @@ pytest.importorskip("transformers")
 from click.testing import CliRunner  # noqa: E402
 
 from specc.cli import main  # noqa: E402
-from specc.compiler.spec import load_spec  # noqa: E402
-from specc.dsl.hf_import import write_spec  # noqa: E402
+from specc.compiler.schema.spec import load_spec  # noqa: E402
+from specc.hf.importer import write_spec  # noqa: E402
 from specc.verify.crosscheck import crosscheck, flop_component, param_group  # noqa: E402
 
 TINY = Path(__file__).resolve().parent / "data" / "hf"

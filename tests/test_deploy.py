@@ -2,7 +2,7 @@
 enumeration of what every device holds, the issue's must-show numbers, and
 hand-derived roofline, capacity and communication values.
 
-The brute force here does not use compiler/sharding.py: it lists every weight of
+The brute force here does not use compiler/deploy/sharding.py: it lists every weight of
 the toy model with the slices each rank owns (rank r of n owns pieces
 [r·u/n, (r+1)·u/n) of a u-piece split, or piece r // (n/u) when n > u), assigns
 layers to pipeline stages by array_split and takes the most loaded device."""
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.errors import SpecError
 
 GiB = 2 ** 30

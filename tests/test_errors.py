@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specc.compiler.build import compile_spec
-from specc.compiler.expressions import Evaluator
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.graph.build import compile_spec
+from specc.compiler.schema.expressions import Evaluator
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.errors import SpecError
 from specc.dsl.parser import parse_expr, parse_quantity, parse_stmt
 from specc.verify.claims import verify_spec
@@ -480,7 +480,7 @@ def test_layer_sets_match_enumeration():
     """LayerIndices against a brute-force list on small ranges: length, membership, order, overlaps."""
     import itertools
 
-    from specc.compiler.layerset import LayerIndices
+    from specc.compiler.schema.layerset import LayerIndices
 
     spans = [range(a, b, s) for a, b, s in itertools.product(range(0, 7), range(1, 12), range(1, 4)) if a < b]
     for r1, r2 in itertools.product(spans[::7], spans[::5]):

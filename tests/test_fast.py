@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specc.compiler import compile_queries, compiled
+from specc.compiler.lanes import compile_queries, compiled
 from specc.dsl.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,8 +23,8 @@ SPECC = [sys.executable, "-m", "specc"]
 
 
 def _reset():
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
 
 
 @pytest.fixture
@@ -37,8 +37,8 @@ def cache(tmp_path, monkeypatch):
 
 
 def _engine(path):
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     return QueryEngine.shared(load_spec(path))
 
@@ -244,3 +244,29 @@ def test_eval_json_is_the_same_on_both_paths(cli, tmp_path, monkeypatch):
     assert cli(*args).output == fast.output == cli(*args, "--no-fast").output
     _reset()
 
+
+
+def test_fail_and_erratum_verdicts_are_the_same_in_both_lanes(tmp_path):
+    """One verdict rule (verify/verdicts.interval_verdict): a FAIL, an XPASS and an XFAIL print
+    the same from the symbolic lane and, warm, from the fast lane's cached records."""
+    import shutil
+
+    folder = tmp_path / "specs"
+    shutil.copytree(REPO / "specs" / "lib", folder / "lib")
+    text = (REPO / "specs" / "toy_moe.yaml").read_text(encoding="utf-8")
+    start = text.index("claims_files:")
+    end = text.index("\n", start)
+    (folder / "toy.yaml").write_text(text[:start] + "claims_files: [claims.yaml]" + text[end:], encoding="utf-8")
+    (folder / "claims.yaml").write_text(
+        "claims:\n"
+        "  - {id: wrong, source: made-up, eval: 'params()', expect: 1.5 billion params}\n"
+        "  - {id: erratum-agrees, source: made-up, eval: 'params()', expect: 17160 params, erratum: x}\n"
+        "  - {id: erratum-differs, source: made-up, eval: 'params() + 1 params', expect: 1 params, erratum: y}\n"
+        "  - {id: right-at-the-edge, source: made-up, eval: 'dim(E)', expect: 8}\n", encoding="utf-8")
+    spec = str(folder / "toy.yaml")
+    slow = _run(["verify", spec, "--no-fast", "--verbose"], tmp_path / "c1")
+    cold = _run(["verify", spec, "--verbose"], tmp_path / "c2")
+    warm = _run(["verify", spec, "--verbose"], tmp_path / "c2")
+    assert slow.returncode == 1 and "FAIL" in slow.stdout and "XFAIL" in slow.stdout and "XPASS" in slow.stdout
+    assert "is outside [" in slow.stdout
+    assert cold.stdout == slow.stdout and warm.stdout == slow.stdout

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specc.compiler import compile_queries, compiled
+from specc.compiler.lanes import compile_queries, compiled
 from specc.dsl.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,11 +28,11 @@ QUERIES = ["b_max(device={device}, H={H}, tp={tp})", "b_max(device={device}, H={
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECC_CACHE_DIR", str(tmp_path / "cache"))
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
     yield
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
 
 
 def _plain(value):
@@ -68,8 +68,8 @@ def _edges(max_context):
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_lanes_agree_at_edge_arguments(name, data, cache):
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     engine = QueryEngine.shared(load_spec(REPO / "specs" / f"{name}.yaml"))
     limit = engine.model({}).max_context

@@ -1,4 +1,4 @@
-"""Deployment formats as knobs (compiler/schemes.py, specs/formats/schemes.yaml): weights=,
+"""Deployment formats as knobs (compiler/deploy/schemes.py, specs/formats/schemes.yaml): weights=,
 kv=, compute= on any spec, checked against hand counts of codes, scales and zero
 points; the released formats of shipped specs; import-hf's quantization_config methods."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import specc
-from specc.compiler import schemes
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.deploy import schemes
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.errors import SpecError
-from specc.dsl.hf_import import write_spec
+from specc.hf.importer import write_spec
 
 DATA = Path(__file__).resolve().parent / "data" / "hf"
 QUANT = DATA / "quant"
@@ -160,7 +160,7 @@ SCHEME_METHODS = {
     "modelopt_fp8": ("fp8", "fp8"),
     "modelopt_nvfp4": ("nvfp4", None),
 }
-RATE_METHODS = {          # per-parameter rates of the linear groups (dsl/hf_quant.py)
+RATE_METHODS = {          # per-parameter rates of the linear groups (hf/quant.py)
     "gptq": Fraction(1, 2) + Fraction(20, 8 * 128),
     "awq": Fraction(1, 2) + Fraction(20, 8 * 128),
     "bitsandbytes": Fraction(1, 2) + Fraction(4, 64),
@@ -230,7 +230,7 @@ BAD = [
 
 @pytest.mark.parametrize("quant, message, key", BAD, ids=[b[2] + str(i) for i, b in enumerate(BAD)])
 def test_unmodelled_quantization_is_a_located_error(tmp_path, quant, message, key):
-    from specc.dsl.hf_import import import_config
+    from specc.hf.importer import import_config
 
     cfg = json.loads((DATA / "llama.json").read_text())
     cfg["quantization_config"] = quant

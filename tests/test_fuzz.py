@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specc.compiler.build import compile_spec
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.graph.build import compile_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.errors import SpecError
 
 HERE = Path(__file__).resolve().parent

@@ -18,16 +18,17 @@ import yaml
 from click.testing import CliRunner
 
 from specc.cli import main
-from specc.compiler.build import compile_spec
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.graph.build import compile_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.errors import SpecError
-from specc.dsl.hf_import import FAMILIES, LIB_DIR, import_config, write_spec
+from specc.hf.importer import FAMILIES, LIB_DIR, import_config, write_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = Path(__file__).resolve().parent / "data" / "hf"
 REAL = TINY / "real"            # real configs (<folder>.json) and their published totals (README.md)
 WRITTEN = TINY / "families"     # configs written from the families' public definitions
+CORPUS = TINY / "transformers"   # transformers' default configs (tests/test_hf_types.py)
 
 def _published() -> dict:
     """folder -> published total, from the table of tests/data/hf/real/README.md (each parameter once)."""
@@ -607,6 +608,17 @@ BAD_NEW = [
      "hidden_activation"),
     (REAL / "falcon_7b_instruct.json", {"new_decoder_architecture": True, "num_ln_in_parallel_attn": 3},
      "3 norms in a parallel block", "num_ln_in_parallel_attn"),
+    # the reused block: its input is the hidden state and the embedding (2·d), its heads divide
+    (TINY / "crosscheck" / "zamba.json", {"attention_hidden_size": 100}, "'attention_hidden_size' 100 is not 2 ×",
+     "attention_hidden_size"),
+    (TINY / "crosscheck" / "zamba.json", {"num_key_value_heads": 3}, "3 key/value heads do not divide 4",
+     "num_key_value_heads"),
+    (TINY / "crosscheck" / "zamba.json", {"layers_block_type": ["hybrid"]}, "must give one layer type per layer (5)",
+     "layers_block_type"),
+    (CORPUS / "zamba2.json", {"add_bias_linear": True}, "add_bias_linear other than false is not supported",
+     "add_bias_linear"),
+    (CORPUS / "gemma3n_text.json", {"intermediate_size": [16384, 16384]}, "one positive integer width per layer (35)",
+     "intermediate_size"),
 ]
 
 
@@ -660,6 +672,9 @@ def test_new_family_agrees_with_pytorch(name, tmp_path):
     if cfg["model_type"] in ("mamba", "falcon_mamba"):
         mamba_layers = cfg["num_hidden_layers"]
         d_in, N, d_conv = cfg["expand"] * cfg["hidden_size"], cfg["state_size"], cfg["conv_kernel"]
+    elif cfg["model_type"] == "zamba":     # Mamba-1 in every layer (its per-head x/dt split: the same terms)
+        mamba_layers = cfg["num_hidden_layers"]
+        d_in, N, d_conv = cfg["mamba_expand"] * cfg["hidden_size"], cfg["mamba_d_state"], cfg["mamba_d_conv"]
     elif cfg["model_type"] == "jamba":
         mamba_layers = sum(1 for i in range(cfg["num_hidden_layers"])
                            if i % cfg["attn_layer_period"] != cfg["attn_layer_offset"])

@@ -3,7 +3,9 @@ imported spec's per-request state at three context lengths and its KV bytes per
 cached token equal the values derived by hand from the config's fields (bf16, 2 bytes
 per element): full attention grows with H, sliding/chunked layers stop at their window,
 Mamba / DeltaNet / KDA / short-convolution layers keep a constant state, MLA caches
-its expanded K/V or its latent (option mla), DeepSeek-V3.2's indexer one key per token.
+its expanded K/V or its latent (option mla), DeepSeek-V3.2's indexer one key per token,
+KV-sharing layers (Gemma-3n) cache nothing, a reused block (Zamba) caches K/V at every
+application, LongCat-Flash's two MLA sub-layers per layer each cache theirs.
 The configs are the transformers corpus' defaults (tests/data/hf/transformers)."""
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
-from specc.dsl.hf_import import write_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
+from specc.hf.importer import write_spec
 
 CORPUS = Path(__file__).resolve().parent / "data" / "hf" / "transformers"
 HS = (1, 1000, 4000)
@@ -133,9 +135,44 @@ def mimo_v2_flash(c, H):
     return state, per * c["layer_types"].count("full_attention")
 
 
+def zamba(c, H):
+    """Mamba-1 state in every layer (d_in = expand·d channels: conv d_conv − 1 inputs, state N);
+    each application of the reused block caches its own K/V (n_kv heads of attention_head_dim)."""
+    d_in = c["mamba_expand"] * c["hidden_size"]
+    mamba = E * ((c["mamba_d_conv"] - 1) * d_in + d_in * c["mamba_d_state"])
+    kv = 2 * c["num_key_value_heads"] * c["attention_head_dim"] * E
+    apps = c["layers_block_type"].count("hybrid")
+    return c["num_hidden_layers"] * mamba + apps * kv * H, apps * kv
+
+
+def zamba2(c, H):
+    """Mamba-2 state in every layer; K/V per application of the reused block."""
+    d_in = c["mamba_expand"] * c["hidden_size"]
+    mamba = _mamba2(d_in, c["mamba_ngroups"], c["mamba_d_state"], c["mamba_d_conv"])
+    kv = 2 * c["num_key_value_heads"] * c["attention_head_dim"] * E
+    apps = c["layers_block_type"].count("hybrid")
+    return c["num_hidden_layers"] * mamba + apps * kv * H, apps * kv
+
+
+def gemma3n_text(c, H):
+    """The last num_kv_shared_layers layers read earlier layers' K/V and cache nothing; the
+    others cache a window (sliding) or every token (full)."""
+    own = c["layer_types"][:c["num_hidden_layers"] - c["num_kv_shared_layers"]]
+    state = sum(_kv(c) * (min(H, c["sliding_window"]) if t == "sliding_attention" else H) for t in own)
+    return state, _kv(c) * own.count("full_attention")
+
+
+def longcat_flash(c, H):
+    """Two MLA sub-layers per configured layer, each caching its expanded K and V (transformers'
+    path): heads·(qk_nope + qk_rope + v_head) per token."""
+    per = E * c["num_attention_heads"] * (c["qk_nope_head_dim"] + c["qk_rope_head_dim"] + c["v_head_dim"])
+    return 2 * c["num_layers"] * per * H, 2 * c["num_layers"] * per
+
+
 CASES = {"mimo_v2_flash": mimo_v2_flash, "minimax": minimax, "llama": llama, "mistral": mistral, "gpt_neo": gpt_neo, "gemma4_text": gemma4_text, "llama4": llama4,
          "qwen3_next": qwen3_next, "nemotron_h": nemotron_h, "falcon_h1": falcon_h1, "mamba2": mamba2,
-         "lfm2_moe": lfm2_moe, "deepseek_v32": deepseek_v32, "kimi_linear": kimi_linear}
+         "lfm2_moe": lfm2_moe, "deepseek_v32": deepseek_v32, "kimi_linear": kimi_linear, "zamba": zamba,
+         "zamba2": zamba2, "gemma3n_text": gemma3n_text, "longcat_flash": longcat_flash}
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +193,22 @@ def test_state_and_kv_per_token_by_hand(engines, name):
         state, per_token = CASES[name](cfg, H)
         assert engine.evaluate_text(f"state_bytes(H={H}, extrapolate=true)").value == state, (name, H)
     assert engine.evaluate_text("kv_bytes_per_token()").value == per_token, name
+
+
+def test_longcat_compressed_path_caches_two_latents_per_layer(engines):
+    cfg = _cfg("longcat_flash")
+    for H in HS:
+        want = 2 * cfg["num_layers"] * E * (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) * H
+        assert engines["longcat_flash"].evaluate_text(f"state_bytes(H={H}, mla=compressed)").value == want
+
+
+def test_the_gemma3n_wrapper_has_its_text_model_layout(tmp_path):
+    """The gemma3n wrapper as downloaded: its text_config's layout."""
+    out = tmp_path / "g.yaml"
+    write_spec(str(CORPUS / "gemma3n.json"), str(out))
+    engine, cfg = QueryEngine(load_spec(out)), json.loads((CORPUS / "gemma3n.json").read_text())["text_config"]
+    for H in HS:
+        assert engine.evaluate_text(f"state_bytes(H={H}, extrapolate=true)").value == gemma3n_text(cfg, H)[0]
 
 
 def test_mla_compressed_path_caches_the_latent(engines):

@@ -6,7 +6,7 @@ and communication agree exactly at every tensor-parallel degree."""
 import pytest
 
 import specc
-from specc.dsl.hf_import import import_config
+from specc.hf.importer import import_config
 
 from conftest import REPO
 

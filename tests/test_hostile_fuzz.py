@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specc.cli import main
-from specc.dsl import cache_codec
+from specc.cache import codec as cache_codec
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = (REPO / "tests" / "malformed" / "base.yaml").read_text(encoding="utf-8")

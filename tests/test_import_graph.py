@@ -11,14 +11,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # pyproject.toml [tool.setuptools.package-dir]
 PACKAGES = {"specc": "specc", "specc.dsl": "dsl", "specc.compiler": "compiler", "specc.verify": "verify",
-            "specc.render": "render"}
+            "specc.render": "render", "specc.plan": "plan", "specc.hf": "hf", "specc.cache": "cache"}
 
 
 def _modules() -> dict:
     found = {}
     for package, folder in PACKAGES.items():
-        for path in sorted((ROOT / folder).glob("*.py")):
-            found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+        for path in sorted((ROOT / folder).rglob("*.py")):         # stage packages below the folder too
+            parts = [package, *path.relative_to(ROOT / folder).with_suffix("").parts]
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
 
@@ -75,7 +76,7 @@ def find_cycle(graph: dict) -> list | None:
 
 def test_the_package_has_no_import_cycle():
     graph = import_graph()
-    assert len(graph) > 60 and "specc.compiler.queries" in graph
+    assert len(graph) > 60 and "specc.compiler.query.queries" in graph
     cycle = find_cycle(graph)
     assert cycle is None, " -> ".join(cycle)
 
@@ -92,3 +93,37 @@ def test_command_modules_know_nothing_of_the_group():
     for target in cli_group.COMMANDS.values():
         module = "specc." + target.split(":")[0]
         assert not graph[module] & {"specc.cli", "specc.cli_group"}, module
+
+
+# compiler/'s stage packages in data-flow order: each imports only the stages before it
+STAGES = ("schema", "deploy", "graph", "query", "lanes")
+# the exceptions, each a lookup of a declared table, not a use of a later stage's work:
+# the schema checks a spec's option names against the query declarations and its format
+# names against the scheme table
+CHECKED_AGAINST_TABLES = {("specc.compiler.schema.spec", "specc.compiler.query.query_registry"),
+                          ("specc.compiler.schema.spec", "specc.compiler.deploy.schemes")}
+
+
+def test_compiler_stages_import_only_earlier_stages():
+    graph = import_graph()
+    rank = {f"specc.compiler.{stage}": i for i, stage in enumerate(STAGES)}
+
+    def stage(module):
+        return ".".join(module.split(".")[:3])
+
+    assert set(rank) <= {stage(m) for m in graph}, "a stage package is missing"
+    late = sorted((a, b) for a, edges in graph.items() for b in edges
+                  if stage(a) in rank and stage(b) in rank and rank[stage(b)] > rank[stage(a)]
+                  and (a, b) not in CHECKED_AGAINST_TABLES)
+    assert not late, late
+
+
+def test_no_module_imports_another_modules_private_name():
+    """A name with a leading underscore is its module's own: no other module imports it."""
+    crossing = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("specc")):
+                crossing += [f"{module}: {alias.name}" for alias in node.names
+                             if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not crossing, crossing

@@ -30,7 +30,8 @@ def test_installed_specc_works_from_an_empty_folder():
     assert "site-packages" in installed and not installed.startswith(str(REPO)), installed
     # by shipped name, then a copy of the spec in the empty folder: the same numbers
     assert lines[1:5] == ["params() = 8,190,735,360 params",
-                          "device_memory(device=rtx_4090) = 24,000,000,000 B"] * 2
+                          "device_memory(device=rtx_4090) = 25,757,220,864 B"] * 2   # specs/hardware/rtx_4090.yaml
     assert lines[5].startswith("weight_bytes() / weight_bytes(spec=qwen3_32b) = ")   # a shipped sibling
     assert lines[6] == "api: int 8,190,735,360 params"
     assert re.fullmatch(r"\d+ pass(, \d+ xfail)? \(\d+ claims\)", lines[7]), lines[7]   # its claims are shipped too
+    assert lines[8] == "first verify: shipped forms"          # specs/compiled/ is installed and current

@@ -1,4 +1,4 @@
-"""Layouts as engines run them (compiler/sharding.py, q_deployment.py, collectives.py),
+"""Layouts as engines run them (compiler/deploy/sharding.py, q_deployment.py, collectives.py),
 each rule against a brute-force enumeration that does not use those modules:
 
 * collectives: rings simulated message by message, hierarchical ones phase by phase,
@@ -16,7 +16,7 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
-from specc.compiler.collectives import Collective, Links, seconds, traffic
+from specc.compiler.deploy.collectives import Collective, Links, seconds, traffic
 from specc.dsl.errors import SpecError
 
 from test_deploy import D, DH, E, FE, K, NKV, NQ, TOY, TOY_MOE, V, engine_of, owned, val
@@ -550,13 +550,13 @@ def test_each_dp_group_budgets_its_own_decode_rows(write_spec):
 
 def _args(engine, text):
     """The checked arguments of a query, as a time query's helpers take them."""
-    from specc.compiler.query_base import _Args
+    from specc.compiler.query.query_base import QueryArgs
     from specc.dsl.parser import parse_expr
 
     node = parse_expr(f"ttft({text})", "<test>")
     values = {kw.name: (kw.value.id if hasattr(kw.value, "id") else sp.Integer(int(kw.value.value)))
               for kw in node.kwargs}
-    return _Args(values, node.loc, engine, {}, {kw.name: kw.value for kw in node.kwargs})
+    return QueryArgs(values, node.loc, engine, {}, {kw.name: kw.value for kw in node.kwargs})
 
 
 def test_expert_all_to_all_over_two_nodes_by_rank(write_spec):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.verify.claims import verify_spec
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"

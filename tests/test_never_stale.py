@@ -86,14 +86,14 @@ def test_an_edited_device_from_the_search_path(world, how):
 def test_an_edited_shipped_device_is_recorded(world, monkeypatch):
     """The shipped data is found last; its file is in the manifest like any other
     (checked on the store itself: the shipped file is not ours to edit here)."""
-    from specc.compiler import compile_queries, compiled
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.lanes import compile_queries, compiled
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     tmp, model, cache = world
     monkeypatch.setenv("SPECC_CACHE_DIR", str(cache))
     monkeypatch.delenv("SPECC_PATH", raising=False)
-    compiled._STORES.clear()
+    compiled.STORES.clear()
     engine = QueryEngine(load_spec(model / "spec.yaml"))
     compile_queries.answer(engine, "b_max(device=a100_40gb, H=4096)")
     store = compile_queries.store_for(engine)
@@ -102,7 +102,7 @@ def test_an_edited_shipped_device_is_recorded(world, monkeypatch):
     # and the closer places it was not found are recorded as absent
     assert store.deps.get(str(model / "hardware" / "a100_40gb.yaml")) is None
     assert str(model / "hardware" / "a100_40gb.yaml") in store.deps
-    compiled._STORES.clear()
+    compiled.STORES.clear()
 
 
 def test_changing_the_search_path_changes_the_answer(world):
@@ -156,14 +156,14 @@ def test_a_closer_same_named_sibling_spec_appearing(world):
 
 def test_a_spec_edited_while_verify_runs_is_not_stored_with_old_verdicts(world, monkeypatch):
     """The store records the hash of the bytes parsed, not of the file when it is saved."""
-    from specc.compiler import compile_queries, compiled
+    from specc.compiler.lanes import compile_queries, compiled
     from specc.verify import claims as claims_module
     from specc.verify import fast_claims
 
     tmp, model, cache = world
     monkeypatch.setenv("SPECC_CACHE_DIR", str(cache))
     monkeypatch.delenv("SPECC_PATH", raising=False)
-    compiled._STORES.clear()
+    compiled.STORES.clear()
     spec = model / "spec.yaml"
     original = claims_module.verify_spec
 
@@ -176,8 +176,8 @@ def test_a_spec_edited_while_verify_runs_is_not_stored_with_old_verdicts(world, 
     results = fast_claims.verify_path(str(spec))
     assert [r.verdict for r in results] == ["PASS"]
     monkeypatch.setattr(claims_module, "verify_spec", original)
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
     assert fast_claims.cached_results(str(spec)) is None        # the old verdicts are not for this text
     again = _specc(["verify", str(spec)], cache, model)
     assert again.returncode == 1 and "FAIL" in again.stdout

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 try:
-    from specc.compiler import patterns
+    from specc.compiler.schema import patterns
 except ImportError:  # before the package is installed
     import importlib.util
     import pathlib

@@ -1,4 +1,4 @@
-"""The one table of queries (compiler/query_registry.py) drives `eval --help` and the
+"""The one table of queries (compiler/query/query_registry.py) drives `eval --help` and the
 README's query table; these tests fail when the three drift or the import graph loops."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from specc.cli import main
-from specc.compiler import query_registry
-from specc.compiler.queries import QUERIES, QueryEngine
+from specc.compiler.query import query_registry
+from specc.compiler.query.queries import QUERIES, QueryEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +24,7 @@ def test_readme_query_table_is_the_registry():
     start = text.index(query_registry.README_BEGIN) + len(query_registry.README_BEGIN)
     block = text[start:text.index(query_registry.README_END)].strip()
     assert block == query_registry.markdown_table(), \
-        "README query table is stale: run python -m specc.compiler.query_registry README.md"
+        "README query table is stale: run python -m specc.compiler.query.query_registry README.md"
     names = re.findall(r"^\| `(\w+)\(", block, flags=re.M)
     assert names == list(query_registry.REGISTRY)
 
@@ -44,7 +44,7 @@ def test_every_registered_query_has_a_method_and_back():
 
 
 def test_registry_imports_no_heavy_module():
-    code = ("import sys; import specc.compiler.query_registry; "
+    code = ("import sys; import specc.compiler.query.query_registry; "
             "print(sorted(m for m in ('sympy', 'lark', 'yaml', 'networkx') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -61,8 +61,8 @@ def _imports(path: Path) -> set:
 
 def test_query_family_modules_do_not_import_the_engine():
     """queries.py imports the families; no family (nor training.py) imports queries.py back."""
-    compiler = ROOT / "compiler"
-    families = [compiler / "training.py", compiler / "query_base.py", *compiler.glob("q_*.py")]
+    query = ROOT / "compiler" / "query"
+    families = [query / "training.py", query / "query_base.py", *query.glob("q_*.py")]
     for path in families:
         assert "queries" not in _imports(path), path.name
 
@@ -127,7 +127,7 @@ def test_every_declared_parameter_is_one_the_engine_accepts_and_units_are_what_p
     undeclared parameter inside the engine raises UndeclaredArgument, so the examples with
     every optional argument at its default also prove the code reads only declared names."""
     import specc
-    from specc.compiler.query_value import make_call
+    from specc.compiler.query.query_value import make_call
 
     m = specc.load(str(ROOT / "specs" / "llama2_7b.yaml"))
     for info in QUERIES.values():

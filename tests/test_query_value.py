@@ -1,4 +1,4 @@
-"""The query value (compiler/query_value.py): parse, the one printer, bind, symbolize;
+"""The query value (compiler/query/query_value.py): parse, the one printer, bind, symbolize;
 and what the engine returns with a closed form (its side conditions as data)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from specc.compiler import query_registry
-from specc.compiler.query_value import (Call, Expr, Name, bind_symbols, make_call, print_query, scenario_literals,
+from specc.compiler.query import query_registry
+from specc.compiler.query.query_value import (Call, Expr, Name, bind_symbols, make_call, print_query, scenario_literals,
                                         substitute, symbolize, symbols_used, uses_scenario_names)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +37,7 @@ def test_parse_and_print():
 
 def test_every_claim_and_declared_example_prints_back():
     """Printing a parsed query changes nothing but the spacing around ', ' and '='."""
-    from specc.compiler.spec import load_spec
+    from specc.compiler.schema.spec import load_spec
     from specc.verify.claims import load_claims
 
     texts = [str(c.eval) for path in sorted((ROOT / "specs").glob("*.yaml")) for c in load_claims(load_spec(path))]
@@ -71,14 +71,14 @@ def test_bind_gives_every_declared_parameter_its_default():
 
 
 def test_the_fast_lane_imports_no_dataclasses_for_normalizing():
-    code = ("import sys; from specc.compiler import compiled; compiled.normalize('flops(P=8192)'); "
+    code = ("import sys; from specc.compiler.lanes import compiled; compiled.normalize('flops(P=8192)'); "
             "print(sorted(m for m in ('sympy', 'lark', 'yaml', 'dataclasses', 'inspect') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_normalize_templates_only_literal_scenario_arguments():
-    from specc.compiler.compiled import normalize
+    from specc.compiler.lanes.compiled import normalize
 
     assert normalize("flops(B=1, S=0, P=8192)") == ("flops(B=B, S=0, P=P)", {"B": 1, "P": 8192})
     assert normalize("flops(P=8192) / flops(P=1)") == ("flops(P=8192) / flops(P=1)", {})
@@ -88,9 +88,9 @@ def test_normalize_templates_only_literal_scenario_arguments():
 
 # ------------------------------------------------------------------ side conditions as data
 def test_a_closed_form_returns_its_context_limit_as_data():
-    from specc.compiler.query_base import ContextLimit
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.query_base import ContextLimit
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     engine = QueryEngine(load_spec(SPEC))
     result = engine.evaluate_text("flops(B=B, S=S, P=P) * state_bytes(H=H)", symbolic_ok=True)
@@ -102,9 +102,9 @@ def test_a_closed_form_returns_its_context_limit_as_data():
 
 
 def test_a_bug_while_compiling_is_raised_not_taken_for_no_closed_form(monkeypatch, tmp_path):
-    from specc.compiler import compile_queries
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.lanes import compile_queries
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     monkeypatch.setenv("SPECC_CACHE_DIR", str(tmp_path))
     engine = QueryEngine(load_spec(SPEC))
@@ -143,7 +143,7 @@ def test_random_queries_print_the_same_in_both_lanes(cli):
 
 
 def test_user_written_arguments_become_a_call():
-    from specc.compiler.query_value import call_with_arguments
+    from specc.compiler.query.query_value import call_with_arguments
 
     call = call_with_arguments("flops", "B=1, S=0,P=8192")
     assert call.with_args({"component": "attention", "extrapolate": True}).text() == \

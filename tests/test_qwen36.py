@@ -356,7 +356,7 @@ def test_qwen35_state(q35):
 # ================================================================== claims
 @pytest.mark.parametrize("path", [Q36, Q35])
 def test_claims_all_pass(path):
-    from specc.compiler.spec import load_spec
+    from specc.compiler.schema.spec import load_spec
     from specc.verify.claims import verify_spec
 
     results = verify_spec(load_spec(path))
@@ -366,7 +366,7 @@ def test_claims_all_pass(path):
 
 
 def test_catalog_coverage():
-    from specc.compiler.spec import load_spec
+    from specc.compiler.schema.spec import load_spec
     from specc.verify.claims import load_claims
 
     catalog = yaml.safe_load(CATALOG.read_text(encoding="utf-8"))
@@ -396,8 +396,8 @@ def test_params_match_hugging_face_module(name):
     config_mod = pytest.importorskip("transformers.models.qwen3_5_moe.configuration_qwen3_5_moe")
     from transformers import AutoModelForCausalLM
 
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     path, kwargs = HF_CONFIGS[name]
     config = config_mod.Qwen3_5MoeTextConfig(**kwargs)

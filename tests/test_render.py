@@ -22,8 +22,8 @@ import sympy as sp
 
 from conftest import QWEN, REPO, V41
 
-from specc.compiler.build import compile_spec
-from specc.compiler.spec import load_spec
+from specc.compiler.graph.build import compile_spec
+from specc.compiler.schema.spec import load_spec
 from specc.render import diagrams as D
 from specc.render import plots as PL
 from specc.render import report as R
@@ -94,7 +94,7 @@ def test_modules_table_reproduces_bang_2_1(qwen_model):
 
 def test_modules_rows_add_up_to_the_query_engine(qwen_engine, v41_engine):
     """Σ rows (FLOPs per instance × layers/call) = flops() of the whole model."""
-    from specc.compiler.symbols import B, P, S
+    from specc.compiler.schema.symbols import B, P, S
 
     for engine in (qwen_engine, v41_engine):
         model = engine.model({})

@@ -89,8 +89,8 @@ def test_exported_functions_agree_with_the_engine(tmp_path):
 def test_layouts_offer_tp_ep_on_the_same_gpus():
     """ep is 1 or the stage's tp·dp (vLLM's --enable-expert-parallel), where it divides the experts;
     a dense spec has ep = 1 only."""
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     moe = S.spec_layouts(QueryEngine.shared(load_spec(REPO / "specs" / "deepseek_v3.yaml")).model({}))
     keys = {S.layout_key(p) for p in moe}
@@ -133,9 +133,9 @@ def test_page_time_formulas_are_the_engines(name, choices, fmt, dep, device, sce
     B decoding); nodes of 8 (llama2_70b tp=8, pp=2 and V3 dp=16, ep=16 span two) and of 2 GPUs."""
     import sympy as sp
 
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
-    from specc.compiler.symbols import B, H, P
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
+    from specc.compiler.schema.symbols import B, H, P
 
     engine = QueryEngine.shared(load_spec(REPO / "specs" / f"{name}.yaml"))
     model = engine.model(dict(choices))
@@ -177,9 +177,9 @@ def test_the_page_fit_rule_is_the_engines(name, dep, device, scenario):
 
     import sympy as sp
 
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
-    from specc.compiler.symbols import B, H, P
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
+    from specc.compiler.schema.symbols import B, H, P
     from specc.dsl.errors import SpecError
 
     engine = QueryEngine.shared(load_spec(REPO / "specs" / f"{name}.yaml"))
@@ -213,7 +213,7 @@ def test_roofline_rows_do_not_depend_on_pp(v41_engine):
 def test_merged_rows_keep_the_sum_of_maxima():
     import sympy as sp
 
-    from specc.compiler import symbols as sym
+    from specc.compiler.schema import symbols as sym
 
     b, s, p_ = sym.B, sym.S, sym.P
     rows = [("a", 2 * b * p_, 6 * b), ("b", 3 * b * p_, 9 * b), ("c", 4 * b * p_, 6 * b), ("d", 0, 5 * s),
@@ -301,8 +301,8 @@ def _check_page(browser, spec_path: str, seen: set | None = None, log: list | No
 
 def _engine_takes_memory() -> bool:
     """Whether b_max accepts a memory= override (the deployment queries add it)."""
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
     from specc.dsl.errors import SpecError
 
     try:
@@ -314,7 +314,7 @@ def _engine_takes_memory() -> bool:
 
 
 def _random_setting(rng: random.Random, spec_path: str, memory_override: bool = False) -> dict:
-    from specc.compiler.spec import load_spec
+    from specc.compiler.schema.spec import load_spec
 
     spec = load_spec(spec_path)
     params = {"spec": Path(spec_path).stem}
@@ -326,7 +326,7 @@ def _random_setting(rng: random.Random, spec_path: str, memory_override: bool = 
     params["device"] = rng.choice(sorted(p.stem for p in (REPO / "specs" / "hardware").glob("*.yaml")))
     params["B"] = rng.choice([1, 1, 2, 3, 4, 8, 16, 33, 64])
     top = 131072
-    from specc.compiler.queries import QueryEngine
+    from specc.compiler.query.queries import QueryEngine
 
     max_context = QueryEngine.shared(spec).model({}).max_context
     if max_context is not None:
@@ -434,8 +434,8 @@ def test_a_deployment_that_does_not_fit_shows_the_shortfall(browser, built_site)
     """DeepSeek-V3 (BF16 weights) needs more than an H200 holds at tp=8, ep=8 and at dp=8, ep=8
     (8 GPUs each): the page shows no time but the shortfall the engine's refusal gives; over two
     8-GPU nodes (dp=16, ep=16, the all-to-all crossing the scale-out link) it fits and answers."""
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
     from specc.dsl.errors import SpecError
 
     path = REPO / "specs" / "deepseek_v3.yaml"
@@ -550,8 +550,8 @@ def test_a_spec_folder_outside_the_repository_still_lists_every_device(tmp_path)
     shipped data), as device= resolves names, not from a hardware/ folder beside the spec."""
     import shutil
 
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
     from specc.dsl.search_path import SHIPPED, device_files
     from specc.render.site import export_devices
 
@@ -601,7 +601,7 @@ def test_the_format_knobs_agree_with_specc_eval(browser, built_site, spec, param
     assert browser.find_element("id", "errors").get_attribute("hidden"), browser.find_element("id", "errors").text
     values = _values(browser)
     knobs = dict(kv.split("=", 1) for kv in params.split("&") if kv.split("=")[0] in ("weights", "kv", "compute"))
-    from specc.compiler.query_registry import REGISTRY
+    from specc.compiler.query.query_registry import REGISTRY
 
     for fig, (query, value) in values.items():
         name = query.split("(", 1)[0]
@@ -656,7 +656,7 @@ def test_pipeline_and_expert_layouts_answer(browser, built_site, spec, params):
 def test_every_option_of_every_spec_agrees_with_specc_eval(browser, built_site):
     """Each choice of each option of each shipped spec, on one device: every figure with a value
     is specc eval's, and none that the default options show is missing."""
-    from specc.compiler.spec import load_spec
+    from specc.compiler.schema.spec import load_spec
 
     opened = 0
     for path in SHIPPED:

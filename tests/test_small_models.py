@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from specc.compiler.spec import load_spec
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.units import PARAMS
 from specc.verify.claims import verify_spec
 

@@ -1,4 +1,4 @@
-"""`specc sweep` and compiler/sweep.py: every row equals `specc eval` at its
+"""`specc sweep` and compiler/lanes/sweep.py: every row equals `specc eval` at its
 point; int64 only where interval arithmetic proves it safe; exact otherwise."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specc.compiler import codegen, compile_queries, compiled, sweep, vector
+from specc.compiler.lanes import codegen, compile_queries, compiled, sweep, vector
 from specc.dsl.errors import SpecError
 
 from test_codegen import ARGS, B, P, S, random_expr  # noqa: E402 - tests/ is on sys.path
@@ -28,15 +28,15 @@ V41 = REPO / "specs" / "deepseek_v41.yaml"
 @pytest.fixture(autouse=True)
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECC_CACHE_DIR", str(tmp_path / "cache"))
-    compiled._STORES.clear()
+    compiled.STORES.clear()
     yield
-    compiled._STORES.clear()
-    compile_queries._dirty.clear()
+    compiled.STORES.clear()
+    compile_queries.dirty_stores.clear()
 
 
 def _engine(path):
-    from specc.compiler.queries import QueryEngine
-    from specc.compiler.spec import load_spec
+    from specc.compiler.query.queries import QueryEngine
+    from specc.compiler.schema.spec import load_spec
 
     return QueryEngine.shared(load_spec(path))
 

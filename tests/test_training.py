@@ -1,4 +1,4 @@
-"""The training query family (compiler/training.py) on a tiny two-segment spec:
+"""The training query family (compiler/query/training.py) on a tiny two-segment spec:
 per-parameter recipes (precision x optimizer), declared activations by
 checkpointing policy, training FLOPs, recipe overrides and located errors."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from specc.compiler.queries import QueryEngine
-from specc.compiler.spec import load_spec
+from specc.compiler.query.queries import QueryEngine
+from specc.compiler.schema.spec import load_spec
 from specc.dsl.errors import SpecError
 from specc.dsl.units import BYTES, FLOPS
 

@@ -14,16 +14,17 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..compiler.queries import QueryEngine, Quantity
-from ..compiler.spec import Spec, check_keys, seq, text
-from ..compiler.symbols import DTYPE_BYTES, SCENARIO
-from ..compiler.expressions import Evaluator
+from ..compiler.query.queries import QueryEngine, Quantity
+from ..compiler.schema.spec import Spec, check_keys, seq, text
+from ..compiler.schema.symbols import DTYPE_BYTES, SCENARIO
+from ..compiler.schema.expressions import Evaluator
 from ..dsl import ast
 from ..dsl.errors import Loc, SpecError
+from ..dsl.human import exact_text
 from ..dsl.parser import parse_expr, parse_quantity
 from ..dsl.units import dims_name, unit_of_terms
 from ..dsl.yamlload import Map, Text, load_yaml_file
-from .verdicts import VERDICTS, erratum_verdict, show_scaled  # noqa: F401 - VERDICTS re-exported
+from .verdicts import VERDICTS, erratum_verdict, interval_verdict, limit_text, show_scaled  # noqa: F401 - VERDICTS re-exported
 
 CLAIM_KEYS = {"id", "source", "quote", "gloss", "eval", "expect", "expect_formula", "tolerance", "erratum", "note"}
 
@@ -56,7 +57,7 @@ def split_bound(expect) -> tuple[str | None, int]:
 def touches_model(eval_text) -> bool:
     """Whether a claim's query reads the model (a query whose declaration says so; device
     and storage-type look-ups do not): a claim that does not is a fact check."""
-    from ..compiler.query_registry import REGISTRY
+    from ..compiler.query.query_registry import REGISTRY
 
     def reads_model(name) -> bool:
         return name in REGISTRY and REGISTRY[name].reads_model
@@ -108,10 +109,7 @@ class Result:
     def computed_exact(self) -> str:
         if self.computed is None:
             return ""
-        value = self.computed.value
-        if isinstance(value, sp.Rational):
-            return str(value.p) if value.q == 1 else f"{value.p}/{value.q}"
-        return str(value)
+        return exact_text(self.computed.value)
 
     def computed_display(self) -> str:
         """The computed value in the claim's unit, two digits finer than printed."""
@@ -129,7 +127,7 @@ class Result:
         return f"{text} {self.unit_label}".strip()
 
 
-def _claims_file(spec: Spec, name: str) -> Path:
+def claims_file(spec: Spec, name: str) -> Path:
     """A claims_files entry: beside the spec, on the search path, or shipped (dsl/search_path.py)."""
     from ..dsl.search_path import relative_file
 
@@ -142,7 +140,7 @@ def _claims_file(spec: Spec, name: str) -> Path:
 def load_claims(spec: Spec, extra_files=()) -> list[Claim]:
     """The spec's own claims, its claims_files, then any --claims files."""
     entries = [(node, spec.path) for node in spec.claims]
-    files = [_claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in extra_files]
+    files = [claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in extra_files]
     for path in files:
         raw = load_yaml_file(path)
         if raw is None:
@@ -265,13 +263,9 @@ def check(engine: QueryEngine, claim: Claim) -> Result:
         result.verdict = "ERROR"
         result.message = f"{claim.eval.loc}: the query is not a number: {value}"
         return result
-    # both ends are accepted: a value exactly halfway prints as either neighbour,
-    # depending on the rounding convention (half up, half to even)
-    agrees = bool(low <= value) and bool(value <= high) if half > 0 else bool(value == expected)
-    result.verdict = "PASS" if agrees else "FAIL"
-    if not agrees:
-        result.message = f"computed {result.computed_display()} is outside [{_fmt(low, exp_unit)}, {_fmt(high, exp_unit)}]"
-    return _erratum(result, agrees)
+    result.verdict, result.message = interval_verdict(value, low, high, result.computed_display(),
+                                                      sp.Rational(exp_unit.factor), exp_unit.label, claim.erratum)
+    return result
 
 
 def _check_bound(claim, computed, bound, expected, expected_q, exp_unit) -> Result:
@@ -285,12 +279,9 @@ def _check_bound(claim, computed, bound, expected, expected_q, exp_unit) -> Resu
     agrees = bool(_HOLDS[bound](value, sp.Rational(expected)))
     result.verdict = "PASS" if agrees else "FAIL"
     if not agrees:
-        result.message = f"computed {result.computed_display()} is not {bound} {_fmt(expected, exp_unit)}"
+        result.message = (f"computed {result.computed_display()} is not {bound} "
+                          f"{limit_text(expected, sp.Rational(exp_unit.factor), exp_unit.label)}")
     return result
-
-
-def _fmt(value, unit) -> str:
-    return f"{float(value / sp.Rational(unit.factor)):,.6g} {unit.label}"
 
 
 def _erratum(result: Result, agrees: bool | None) -> Result:

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..compiler.spec import load_spec, seq, text
+from ..compiler.schema.spec import load_spec, seq, text
 from ..dsl.errors import SpecError
 from ..dsl.yamlload import Map, load_yaml_file
 from .claims import load_claims

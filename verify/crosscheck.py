@@ -33,8 +33,8 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..compiler.build import compile_spec
-from ..compiler.symbols import B, P, S
+from ..compiler.graph.build import compile_spec
+from ..compiler.schema.symbols import B, P, S
 
 EXTRA_HINT = "pip install -e '.[crosscheck]'  (or: pip install torch transformers)"
 CPU_LIMIT = 300_000_000      # parameters above which `auto` does not instantiate real weights

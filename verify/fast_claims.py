@@ -1,6 +1,6 @@
 """Verdicts from compiled queries: `specc verify` without sympy when warm.
 
-For every claim the store of its spec (compiler/compiled.py) keeps what the
+For every claim the store of its spec (compiler/lanes/compiled.py) keeps what the
 verdict is made of — the query text (answered by its compiled closed form),
 the expected value, the accepted interval, the unit it is printed in, and
 whether it is a known erratum — and `cached_results` recomputes each verdict
@@ -18,8 +18,9 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from ..compiler import compiled
-from .verdicts import erratum_verdict, show_scaled
+from ..compiler.lanes import compiled
+from ..dsl.human import exact_text
+from .verdicts import interval_verdict, show_scaled
 
 
 class _Claim:
@@ -35,8 +36,9 @@ class _Claim:
 class FastResult:
     """A verdict recomputed from a cached record; prints like verify.claims.Result."""
 
-    def __init__(self, record: dict, value=None):
-        self.claim = _Claim(**record["claim"])
+    def __init__(self, record: dict, value=None, spec=None):
+        # the spec as this command names it, as the symbolic path's Claim.spec (spec.path) is
+        self.claim = _Claim(**dict(record["claim"], spec=spec))
         self.low, self.high = record.get("low"), record.get("high")
         self.unit_label = record.get("unit_label", "")
         self.unit_factor = record.get("unit_factor", Fraction(1))
@@ -46,24 +48,13 @@ class FastResult:
             self._exact, self._display = record["exact"], record["display"]
             return
         self.value = value
-        self._exact = str(value) if type(value) is int else f"{value.numerator}/{value.denominator}"
+        self._exact = exact_text(value)
         self._display = self._show(value)
-        if record["half_positive"]:
-            agrees = self.low <= value <= self.high
-        else:
-            agrees = value == record["expected"]
-        self.verdict, self.message = ("PASS", "") if agrees else ("FAIL", "")
-        if not agrees:
-            self.message = (f"computed {self._display} is outside "
-                            f"[{self._fmt(self.low)}, {self._fmt(self.high)}]")
-        if self.claim.erratum is not None:
-            self.verdict, self.message = erratum_verdict(agrees, self.claim.erratum)
+        self.verdict, self.message = interval_verdict(value, self.low, self.high, self._display, self.unit_factor,
+                                                      self.unit_label, self.claim.erratum)
 
     def _show(self, value) -> str:
         return show_scaled(Fraction(value) / self.unit_factor, self.decimals, self.unit_label)
-
-    def _fmt(self, value) -> str:
-        return f"{float(value / self.unit_factor):,.6g} {self.unit_label}"
 
     def computed_exact(self) -> str:
         return self._exact
@@ -87,12 +78,12 @@ def cached_results(spec_path, claim_files=()) -> list | None:
     results = []
     for record in records:
         if "verdict" in record:
-            results.append(FastResult(record))
+            results.append(FastResult(record, spec=str(spec_path)))
             continue
         found = compiled.lookup(spec_path, record["claim"]["eval"], store)
         if found is None or found.dims != record["dims"]:
             return None
-        results.append(FastResult(record, found.value))
+        results.append(FastResult(record, found.value, str(spec_path)))
     return results
 
 
@@ -102,10 +93,12 @@ def _fraction(x) -> Fraction:
 
 
 def _record(result, engine, store) -> dict:
-    from ..compiler import compile_queries
+    from ..compiler.lanes import compile_queries
 
     c = result.claim
-    claim = {"id": c.id, "spec": c.spec, "source": c.source, "eval": str(c.eval),
+    # not the spec's path: a later command may name the spec otherwise (and a shipped
+    # form names no path of the machine that made it); cached_results fills it in
+    claim = {"id": c.id, "spec": None, "source": c.source, "eval": str(c.eval),
              "expect": None if c.expect is None else str(c.expect),
              "expect_formula": None if c.expect_formula is None else str(c.expect_formula),
              "erratum": c.erratum, "note": c.note, "fact_check": c.fact_check}
@@ -122,8 +115,7 @@ def _record(result, engine, store) -> dict:
         # run evaluates each claim once (a closed form is compiled when a query is asked
         # at other values, by specc eval or a sweep)
         found = compile_queries.remember(engine, store, str(c.eval), result.computed)
-        record.update(expected=_fraction(result.expected), half_positive=record["high"] > record["low"],
-                      dims=found.dims)
+        record.update(expected=_fraction(result.expected), dims=found.dims)
         return record
     record.update(verdict=result.verdict, message=result.message, exact=result.computed_exact(),
                   display=result.computed_display(), bound=result.bound)
@@ -136,9 +128,9 @@ def verify_path(spec_path, claim_files=()) -> list:
     found = cached_results(spec_path, claim_files)
     if found is not None:
         return found
-    from ..compiler import compile_queries
-    from ..compiler.queries import QueryEngine
-    from ..compiler.spec import load_spec
+    from ..compiler.lanes import compile_queries
+    from ..compiler.query.queries import QueryEngine
+    from ..compiler.schema.spec import load_spec
     from .claims import verify_spec
 
     spec = load_spec(spec_path)
@@ -146,13 +138,13 @@ def verify_path(spec_path, claim_files=()) -> list:
     engine = QueryEngine.shared(spec)
     store = compile_queries.store_for(engine)
     # where each claims file was really found (beside the spec, a parent, the search path)
-    from .claims import _claims_file
+    from .claims import claims_file
 
-    files = [_claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in claim_files]
+    files = [claims_file(spec, f) for f in spec.claims_files] + [Path(f) for f in claim_files]
     try:
         store.verify[_key(claim_files)] = [_record(r, engine, store) for r in results]
-        compile_queries._note_dependencies(engine, store, files)
-        compile_queries._dirty.add(spec.path)
+        compile_queries.note_dependencies(engine, store, files)
+        compile_queries.dirty_stores.add(spec.path)
     finally:
         compile_queries.flush()
     return results

@@ -60,7 +60,7 @@ def claim_counts(results: list[Result]) -> str:
     return f"{len(results)} claims: {len(results) - facts} model claims, {facts} fact check{'s' if facts != 1 else ''}"
 
 
-def _tol(r: Result) -> str:
+def tolerance_text(r: Result) -> str:
     if r.low is None:
         return ""
     # exact rationals (sympy or Fraction) as Fractions: no sympy needed to print
@@ -80,7 +80,7 @@ def _claim_lines(r: Result) -> list[str]:
     lines = [f"{r.verdict:<5}  {one_line(r.claim.id)}  {one_line(r.claim.source)}",
              f"       {one_line(r.claim.eval)}  =  {r.computed_exact() or '—'}"
              + ("   (fact check: reads no model)" if r.claim.fact_check else ""),
-             f"       computed {r.computed_display()}   expected {expected} {_tol(r)}".rstrip()]
+             f"       computed {r.computed_display()}   expected {expected} {tolerance_text(r)}".rstrip()]
     if r.message and r.verdict != "PASS":
         lines.extend("       " + line for line in safe_lines(r.message))
     return lines
@@ -191,7 +191,7 @@ def as_markdown(results: list[Result]) -> str:
     out = ["| verdict | claim | source | query | computed | expected |", "|---|---|---|---|---|---|"]
     for r in results:
         cells = [r.verdict, f"`{one_line(r.claim.id)}`", one_line(r.claim.source), f"`{one_line(r.claim.eval)}`",
-                 r.computed_display(), f"{one_line(r.claim.expect or r.claim.expect_formula)} {_tol(r)}".strip()]
+                 r.computed_display(), f"{one_line(r.claim.expect or r.claim.expect_formula)} {tolerance_text(r)}".strip()]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     counts = summary(results)
     out.append("")

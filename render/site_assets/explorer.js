@@ -1,5 +1,5 @@
 // specc explorer: evaluates the exported closed forms (data/<spec>.js, printed by
-// compiler/codegen.py) with the exact arithmetic of data/exact.js (_R: BigInt
+// compiler/lanes/codegen.py) with the exact arithmetic of data/exact.js (_R: BigInt
 // integers and reduced {n, d} rationals). Floats appear only in the approximate
 // displays and in chart coordinates. Every figure element carries data-query (the
 // specc query it shows) and data-value (its exact value as `specc eval --json`

@@ -7,7 +7,9 @@ cut to match, half the KV heads, the head's tying flipped, a wider FFN and a
 smaller vocabulary, each change kept only when transformers still builds the
 model), build each model on the meta device and store in expected.json what it
 holds: `stored` (parameters plus persistent buffers, what a checkpoint stores:
-specc's params()) and `num_parameters` (transformers' count, parameters only).
+specc's params()) and `num_parameters` (transformers' count, parameters only); where
+transformers allocates parameters its forward never reads and checkpoints do not store
+(UNSTORED below), they are left out of `stored` and kept as `unstored`.
 A wrapper config (one with a text_config) is counted as its text model.
 
 Run: python tests/data/hf/transformers/generate.py   (needs torch and transformers)
@@ -26,6 +28,24 @@ import yaml
 HERE = Path(__file__).resolve().parent
 
 
+def _zero_expert_rows(model) -> int:
+    """LongCat-Flash: LongcatFlashExperts allocates gate_up_proj for n_routed_experts +
+    zero_expert_num experts, but down_proj for the routed ones only; its forward sends the
+    zero-computation experts' tokens through an identity (expert_idx >= num_routed_experts)
+    and never reads those gate_up rows, and the published checkpoints store the routed
+    experts only (560 B parameters, not transformers' 741 B for the same config)."""
+    rows = 0
+    for mod in model.modules():
+        if hasattr(mod, "zero_expert_num") and getattr(mod, "gate_up_proj", None) is not None:
+            rows += (mod.total_experts - mod.num_routed_experts) * mod.gate_up_proj[0].numel()
+    return rows
+
+
+# Parameters transformers allocates that the type's forward never reads and its checkpoints do
+# not store: not part of what params() counts (subtracted from `stored`, kept as `unstored`).
+UNSTORED = {"longcat_flash": _zero_expert_rows}
+
+
 def stored_counts(config) -> dict:
     """(stored, num_parameters) of the text model transformers builds from `config`."""
     import torch
@@ -41,7 +61,9 @@ def stored_counts(config) -> dict:
         for name, buf in mod.named_buffers(recurse=False):
             if buf is not None and name not in mod._non_persistent_buffers_set:
                 buffers += buf.numel()
-    return {"stored": params + buffers, "num_parameters": params, "buffers": buffers}
+    unstored = UNSTORED[text.model_type](model) if text.model_type in UNSTORED else 0
+    out = {"stored": params + buffers - unstored, "num_parameters": params, "buffers": buffers}
+    return dict(out, unstored=unstored) if unstored else out
 
 
 def _text(d: dict) -> dict:

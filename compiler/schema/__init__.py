@@ -1,0 +1,1 @@
+"""The spec as data: the YAML schema, expressions and their exact meaning (with the closed forms of access-pattern sums), symbols, layer sets."""
