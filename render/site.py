@@ -14,9 +14,12 @@ declarations, compiler/query/query_registry.py) is what the page shows; a figure
 (e.g. a sum over decode steps with no closed form) is exported as unavailable
 with the reason, never approximated.
 
-Derived capacity figures (b_max) are computed in the page from exported
-figures with the engine's definition, and the browser test compares them with
-`specc eval` like every other figure."""
+Capacity, fit and time are formulas printed from the engine's own code with the
+device's facts as symbols (capacity_forms, compute_forms, comm_forms), and the
+memory bars' sums are printed too (helper_functions): the page passes values and
+does no arithmetic of its own. The format knobs weights= and kv= (KNOB_CHOICES)
+are exported as variants beside the option combinations; the browser test compares
+every figure with `specc eval` of the query it names."""
 
 from __future__ import annotations
 
@@ -33,8 +36,8 @@ ASSETS = Path(__file__).with_name("site_assets")
 # argument order of every exported function
 SCENARIO_ARGS = ("B", "S", "P", "G", "H")
 # page state keys: an option of a spec may not take one of these names in the URL
-STATE_KEYS = {"spec", "device", "memory", "format", "workspace", "tp", "pp", "ep", "dp", "mfu", "mbu",
-              *SCENARIO_ARGS}
+STATE_KEYS = {"spec", "device", "memory", "format", "workspace", "tp", "pp", "ep", "dp", "mfu", "mbu", "overlap",
+              "weights", "kv", "compute", *SCENARIO_ARGS}
 # at most this many option combinations are exported per spec (the full product of the shipped specs is 36)
 MAX_VARIANTS = 64
 
@@ -94,6 +97,42 @@ TIME_FIGURES = _figures("time")
 EXTRA_CONTEXT = {"ttft": (("H",), 1)}
 # b_max checks its H against the spec's maximum context
 CAPACITY_CONTEXT = {"b_max": (("H",), 0)}
+
+
+# The deployment-format knobs the page offers (compiler/schemes.py, specs/formats/schemes.yaml):
+# the weight schemes checkpoints are served in (FP8 per tensor, INT8 W8A8, INT4 W4A16 in groups
+# of 128 as llm-compressor ships it, MXFP4, NVFP4) and an FP8 KV cache, each alone and together.
+# Their closed forms are exported for the spec's default options, every format, on one device
+# and at every offered layout (KNOB_LAYOUTS); any other combination (a knob beside a non-default
+# option) the page says is not exported, and specc eval answers it. compute= changes no closed
+# form, only which of the device's peaks the time formulas are given (the device table's
+# `peaks` and `compute_for`, asked from the engine), so every choice works everywhere.
+KNOB_CHOICES = {"weights": ("fp8", "int8", "int4_sym_g128", "mxfp4", "nvfp4"), "kv": ("fp8",)}
+KNOB_LAYOUTS = False
+
+
+def knob_formats(spec, knobs: dict) -> list:
+    """The formats a knob combination is exported for: every format without knobs, the spec's
+    default format with them (the knobs replace the format's quantized tensors; exporting them
+    on every format too about doubled a four-format spec's export on one device: see the README)."""
+    return list(spec.formats) if not knobs else [spec.default_format]
+COMPUTE_CHOICES = ("bf16", "fp16", "fp8", "int8", "fp4")
+
+
+def declared(query: str) -> tuple:
+    """The parameters a query declares (compiler/query/query_registry.py)."""
+    from ..compiler.query.query_registry import REGISTRY
+
+    return REGISTRY[query].names
+
+
+def knob_variants(names) -> list[dict]:
+    """Every combination of KNOB_CHOICES over the knobs among `names` (a query's declared
+    parameters) other than none: the knob-dependent closed forms exported beside the plain ones."""
+    knobs = [k for k in KNOB_CHOICES if k in names]
+    combos = itertools.product(*[(None,) + KNOB_CHOICES[k] for k in knobs])
+    return [{k: v for k, v in zip(knobs, combo) if v is not None} for combo in combos
+            if any(v is not None for v in combo)]
 
 
 def layout_key(point: dict) -> str:
@@ -236,7 +275,7 @@ def _formula_args(engine, point: dict, fmt: str | None, **extra):
     return QueryArgs(values, None, engine, {"symbolic_ok": True})
 
 
-def capacity_forms(engine, model, point: dict, fmt: str | None) -> dict:
+def capacity_forms(engine, model, point: dict, fmt: str | None, knobs: dict | None = None) -> dict:
     """The capacity rules of q_capacity.py on the engine's own budget (budget: per pipeline stage,
     memory − weights − workspace with memory and workspace as symbols, and one request's state):
 
@@ -252,7 +291,7 @@ def capacity_forms(engine, model, point: dict, fmt: str | None) -> dict:
     from ..compiler.deploy.sharding import Deployment
     from ..compiler.schema.symbols import B, H, P
 
-    free, per_request, _ = engine.budget(model, _formula_args(engine, point, fmt), need_state=False)
+    free, per_request, _ = engine.budget(model, _formula_args(engine, point, fmt, **(knobs or {})), need_state=False)
     dep = Deployment(point["tp"], point["pp"], point["ep"], point["dp"], per_device=True)
 
     def most(terms):
@@ -291,7 +330,7 @@ def _steps():
     return {"tpot": [(B, H, one)], "ttft": [(one, zero, P), (B, H, one)]}
 
 
-def compute_forms(engine, model, point: dict, fmt: str | None) -> dict:
+def compute_forms(engine, model, point: dict, fmt: str | None, knobs: dict | None = None) -> dict:
     """Each step's Σ_ops max(FLOPs / (peak·mfu), bytes / (bandwidth·mbu)) on the busiest device
     (q_time.roofline_step's rows, merged where that keeps the sum), in the device symbols."""
     import sympy as sp
@@ -300,7 +339,8 @@ def compute_forms(engine, model, point: dict, fmt: str | None) -> dict:
     peak, rate = d["d_flops"] * d["d_mfu"], d["d_bandwidth"] * d["d_mbu"]
     out = {}
     for name, parts in _steps().items():
-        rows, _, _ = engine.roofline_step(model, _formula_args(engine, point, fmt), parts, with_comm=False)
+        rows, _, _ = engine.roofline_step(model, _formula_args(engine, point, fmt, **(knobs or {})), parts,
+                                          with_comm=False)
         terms = []
         for pf, w, pb, wr in merged_rows([(r.name, r.flops, r.bytes) for r in rows]):
             f, b = w * pf / peak, wr * pb / rate
@@ -351,10 +391,25 @@ def helper_functions() -> str:
 
     from ..compiler.lanes import codegen
 
+    from ..compiler.deploy.sharding import Deployment
+
     c, k, ov, b, t = sp.symbols("d_compute d_comm d_overlap B d_seconds", nonnegative=True)
     step = sp.Piecewise((sp.Max(c, k), sp.Eq(ov, 1)), (c + k, True))
+    # the memory bars (every device): the requests the most loaded device holds (q_capacity's
+    # ⌈B/dp⌉), their state, what the weights, state and workspace use and what is left or missing
+    dp, one, w, st, ws, mem, h, top = sp.symbols("d_dp d_one d_weights d_state d_workspace d_memory d_h d_top",
+                                                 positive=True)
+    used = w + st + ws
+    bars = {"specc_bar_requests": (Deployment(dp=dp).requests_per_device(b), ["B", "d_dp"]),
+            "specc_bar_state": (b * one, ["B", "d_one"]),
+            "specc_bar_used": (used, ["d_weights", "d_state", "d_workspace"]),
+            "specc_bar_free": (mem - used, ["d_memory", "d_weights", "d_state", "d_workspace"]),
+            "specc_bar_short": (sp.Max(0, used - mem), ["d_memory", "d_weights", "d_state", "d_workspace"]),
+            # h_max answers at most the spec's maximum context without extrapolate=true (q_capacity)
+            "specc_at_most": (sp.Min(h, top), ["d_h", "d_top"])}
     return (codegen.emit(step, ["d_compute", "d_comm", "d_overlap"], "javascript", "specc_step_seconds")
-            + codegen.emit(b / t, ["B", "d_seconds"], "javascript", "specc_per_second"))
+            + codegen.emit(b / t, ["B", "d_seconds"], "javascript", "specc_per_second")
+            + "".join(codegen.emit(expr, args, "javascript", name) for name, (expr, args) in bars.items()))
 
 
 def context_functions() -> str:
@@ -420,6 +475,21 @@ def export_devices(engine, files: list) -> list[dict]:
         row["latency"] = {k: str(_exact(v)) for k, v in links.latency.items()}
         row["scale_out_latency"] = {k: str(_exact(v)) for k, v in (links.scale_out_latency or links.latency).items()}
         row["memory_text"] = str(raw.get("memory", ""))
+        # the peak of each math type the datasheet gives (compute=), and which of them the engine
+        # runs a weight scheme's math type in (its fallback where the datasheet has no such rate)
+        rates = raw.get("flops") if hasattr(raw.get("flops"), "items") else {}
+        row["peaks"] = {}
+        for dtype in rates:
+            call = make_call("device_flops", {"device": path.stem, "dtype": str(dtype)})
+            row["peaks"][str(dtype)] = str(_exact(engine.evaluate_text(call.text()).value))
+        row["compute_for"] = {}
+        for kind, scheme in _compute_types().items():
+            from ..compiler.query.query_base import QueryArgs
+            from ..compiler.deploy.schemes import FormatChoice
+
+            fmt = FormatChoice(engine.spec.default_format, weights=scheme)
+            row["compute_for"][kind] = engine._compute_dtype(QueryArgs({"device": path.stem}, None, engine, {}), fmt,
+                                                             path.stem)[0]
         devices.append(row)
     return devices
 
@@ -469,7 +539,10 @@ class _Exported:
         return self.function_of(expr, FORMULA_ARGS, shared=False)
 
     def why(self, key: str, exc: Exception | str) -> None:
-        message = str(exc).splitlines()[0][:300]
+        import re
+
+        # a spec's location as the published site shows it (never the build machine's absolute path)
+        message = re.sub(r"(?<![^\s'\"(])/[^\s:'\"]+\.ya?ml", lambda m: _public_path(m.group(0)), str(exc).splitlines()[0])[:300]
         if message not in self.messages:
             self.messages.append(message)
         self.unavailable[key] = self.messages.index(message)
@@ -532,24 +605,30 @@ def _layout_forms(engine, spec, choices: dict, points: list[dict], sizes: list, 
             out.why(slot, exc)
 
     done_stages = set()
+    # the knobs' variants (KNOB_CHOICES) beside the default options: b_max, the fit rules and the
+    # compute of a step change with weights= and kv=; collectives do not
+    knobbed = [{}] + (knob_variants(declared("b_max")) if choices == _variants(spec)[0] else [])
     for point in points:
         lkey = layout_key(point)
-        for fmt in spec.formats:
+        pairs = [(knobs, fmt) for knobs in (knobbed if point == TRIVIAL or KNOB_LAYOUTS else [{}])
+                 for fmt in knob_formats(spec, knobs)]
+        for knobs, fmt in pairs:
+            kkey = variant_key({**choices, **knobs})
             try:
-                cap = capacity_forms(engine, model, point, fmt)
+                cap = capacity_forms(engine, model, point, fmt, knobs)
             except errors as exc:
                 cap = exc
             for what in ("short", "short_tpot", "short_ttft", "b_max"):
                 made = cap if isinstance(cap, Exception) else cap[what]
-                put(f"{vkey}#{what}|{fmt}|{lkey}", lambda: _raise(made) if isinstance(made, Exception) else made)
-            if (stage_key(point), fmt) not in done_stages:
-                done_stages.add((stage_key(point), fmt))
+                put(f"{kkey}#{what}|{fmt}|{lkey}", lambda: _raise(made) if isinstance(made, Exception) else made)
+            if (stage_key(point), fmt, kkey) not in done_stages:
+                done_stages.add((stage_key(point), fmt, kkey))
                 try:
-                    compute = compute_forms(engine, model, point, fmt)
+                    compute = compute_forms(engine, model, point, fmt, knobs)
                 except errors as exc:
                     compute = exc
                 for step in _steps():
-                    put(f"{vkey}#compute_{step}|{fmt}|{stage_key(point)}",
+                    put(f"{kkey}#compute_{step}|{fmt}|{stage_key(point)}",
                         lambda: _raise(compute) if isinstance(compute, Exception) else compute[step])
         alone = None          # on nodes at least as large as the deployment no group spans nodes
         for size in sizes:
@@ -727,9 +806,12 @@ def _deployed(engine, spec, choices, points, out: _Exported) -> dict:
     vkey = variant_key(choices)
     for point in points:
         for fig in DEPLOYED:
-            for fmt in (spec.formats if fig.formatted else [None]):
-                extra = {**deployment_args(point), **({"format": fmt} if fmt else {})}
+            # the knobs' variants (KNOB_LAYOUTS) are slots "<knobs>#<figure>|<format>|<layout>"
+            knobbed = [{}] + (knob_variants(declared(fig.query)) if KNOB_LAYOUTS else [])
+            for knobs, fmt in [(k, f) for k in knobbed for f in (knob_formats(spec, k) if fig.formatted else [None])]:
+                extra = {**deployment_args(point), **({"format": fmt} if fmt else {}), **knobs}
                 slot = f"{fig.id}|{fmt}|{layout_key(point)}" if fmt else f"{fig.id}|{layout_key(point)}"
+                slot = f"{variant_key(knobs)}#{slot}" if knobs else slot
                 try:
                     deployed[slot] = out.function_of(_symbolic(engine, query_text(fig, None, extra)))
                 except errors as exc:
@@ -763,6 +845,20 @@ def _export_base(path, spec, engine, all_variants, layouts, out: _Exported) -> d
                     table[slot] = None
                     out.why(f"{key}#{slot}", exc)
         variants[key] = table
+    # the knob-dependent figures under the knobs (KNOB_CHOICES) at the default options: a table
+    # per combination of the knobs some figure declares, holding only the figures that take them
+    for fig in FIGURES:
+        for knobs in knob_variants(declared(fig.query)):
+            key = variant_key({**all_variants[0], **knobs})
+            table = variants.setdefault(key, {})
+            for fmt in (knob_formats(spec, knobs) if fig.formatted else [None]):
+                extra = {**all_variants[0], **({"format": fmt} if fmt is not None else {}), **knobs}
+                slot = fig.id if fmt is None else f"{fig.id}|{fmt}"
+                try:
+                    table[slot] = out.function_of(_symbolic(engine, query_text(fig, None, extra)))
+                except errors as exc:
+                    table[slot] = None
+                    out.why(f"{key}#{slot}", exc)
     model = engine.model({})
     results = verify_spec(spec)
     claims = json.loads(as_json(results))
@@ -776,11 +872,42 @@ def _export_base(path, spec, engine, all_variants, layouts, out: _Exported) -> d
         "max_context": None if model.max_context is None else int(model.max_context),
         "options": [{"name": n, "default": o.default, "choices": list(o.choices), "doc": o.doc or ""}
                     for n, o in spec.options.items()],
-        "formats": [{"name": f, "default": f == spec.default_format, "doc": getattr(spec.formats[f], "doc", "") or ""}
-                    for f in spec.formats],
+        "formats": [{"name": f, "default": f == spec.default_format, "doc": getattr(spec.formats[f], "doc", "") or "",
+                     **_format_schemes(spec.formats[f])} for f in spec.formats],
         "has_state": any(True for _ in spec.stores), "layouts": [layout_key(p) for p in layouts],
         "variants": variants, "claims": claims["claims"], "summary": claims["summary"],
     }
+
+
+def _format_schemes(fdef) -> dict:
+    """The weight and KV schemes a spec format names itself (scheme:, kv:), and the weight scheme's
+    math type: the page's time figures follow it as the engine does when no knob overrides it."""
+    from ..compiler.deploy.schemes import weight_scheme
+
+    scheme = getattr(fdef, "scheme", None)
+    return {"scheme": None if scheme is None else str(scheme), "kv": getattr(fdef, "kv", None) and str(fdef.kv),
+            "scheme_compute": None if scheme is None else weight_scheme(str(scheme), None).compute}
+
+
+def knob_table() -> dict:
+    """The knobs the page offers (KNOB_CHOICES, COMPUTE_CHOICES) with each scheme's doc and, for
+    weights, the math type a time query follows by default (schemes.yaml's compute:)."""
+    from ..compiler.deploy.schemes import kv_scheme, weight_scheme
+
+    return {"weights": [{"name": n, "compute": weight_scheme(n, None).compute, "doc": weight_scheme(n, None).doc}
+                        for n in KNOB_CHOICES.get("weights", ())],
+            "kv": [{"name": n, "doc": kv_scheme(n, None).doc} for n in KNOB_CHOICES.get("kv", ())],
+            "compute": list(COMPUTE_CHOICES)}
+
+
+def _compute_types() -> dict:
+    """One weight scheme of each math type the schemes table names (type -> scheme)."""
+    from ..compiler.deploy.schemes import table
+
+    found = {}
+    for scheme in table()[0].values():
+        found.setdefault(scheme.compute, scheme)
+    return found
 
 
 def _spec_js(data: dict) -> str:
@@ -835,7 +962,10 @@ def write_site(out_dir: Path, spec_paths: list[str], docs_dir: Path | None = Non
             "deployed_figures": [asdict(f) for f in DEPLOYED], "deployment_grid": DEPLOYMENT_GRID,
             "time_figures": [asdict(f) for f in TIME_FIGURES],
             "formula_args": list(FORMULA_ARGS), "collective_kinds": list(_collective_kinds()),
-            "max_stage_devices": MAX_STAGE_DEVICES,
+            "max_stage_devices": MAX_STAGE_DEVICES, "knobs": knob_table(),
+            # the parameters of the queries the page shows: a knob appears in a query that declares it
+            "query_params": {q: list(declared(q)) for q in sorted({f.query for f in FIGURES + DEPLOYED + TIME_FIGURES}
+                                                                  | {"b_max", "h_max"})},
             # the page offers deployment controls only when some spec answers some layout past one device
             "deployment": any(i is not None for d in exported for i in d["deployed"].values()),
             "docs": docs_dir is not None, "queries": sorted(_query_names())}

@@ -55,7 +55,13 @@ def test_exported_functions_agree_with_the_engine(tmp_path):
     bookkeeping: every variant names a function for every available figure,
     unavailable ones say why."""
     data = S.join_parts([S.export_part((str(REPO / "specs" / "deepseek_v41.yaml"), "base"))])
-    assert set(data["variants"]) == {"mode=ced", "mode=reference"}
+    # every option combination, and the knobs' variants (KNOB_CHOICES) at the default options
+    knobbed = {S.variant_key({"mode": "ced", **k}) for k in S.knob_variants(("weights", "kv"))}
+    assert set(data["variants"]) == {"mode=ced", "mode=reference"} | knobbed
+    assert "params" not in data["variants"]["mode=ced&weights=fp8"]       # params takes no knob
+    assert {"weight_bytes|reference", "decode_read_bytes|reference"} <= set(data["variants"]["mode=ced&weights=fp8"])
+    both = S.variant_key({"mode": "ced", "kv": "fp8", "weights": "nvfp4"})
+    assert both == "kv=fp8&mode=ced&weights=nvfp4" and f"{both}#b_max|reference|{S.layout_key(S.TRIVIAL)}" in data["forms"]
     for key, table in data["variants"].items():
         for slot, index in table.items():
             assert index is None or 0 <= index < len(data["functions"])
@@ -345,6 +351,16 @@ def _random_setting(rng: random.Random, spec_path: str, memory_override: bool = 
         params["mbu"] = rng.choice(["1", "0.6", "0.85", "2/3"])
     if rng.random() < 0.2:
         params["overlap"] = "true"
+    # the format knobs, where they are exported (the default options on one device; elsewhere the
+    # page says so, which test_must_show_an_fp8_kv_cache_per_token checks)
+    if any(k in params for k in ("tp", "pp", "ep", "dp", *spec.options)):
+        return params
+    if rng.random() < 0.25:
+        params["weights"] = rng.choice(S.KNOB_CHOICES["weights"])
+    if rng.random() < 0.2:
+        params["kv"] = rng.choice(S.KNOB_CHOICES["kv"])
+    if rng.random() < 0.2:
+        params["compute"] = rng.choice(S.COMPUTE_CHOICES)
     return params
 
 
@@ -451,8 +467,10 @@ def test_url_restores_the_state_and_follows_the_controls(browser, built_site):
     assert any("format=int8" in q for q in before) and any("attention=eager" in q for q in before)
     field = browser.find_element("id", "B")
     field.send_keys(Keys.CONTROL, "a")
-    field.send_keys("7")                      # typing updates the figures and the URL
-    assert "B=7" in browser.current_url
+    field.send_keys("7")                      # typing updates the figures, and the URL after the repaint
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 5).until(lambda d: "B=7" in d.current_url)
     url = browser.current_url
     _open(browser, built_site, url.split("?", 1)[1])
     after = _figures(browser)
@@ -543,3 +561,173 @@ def test_a_spec_folder_outside_the_repository_still_lists_every_device(tmp_path)
     assert {"h100_sxm", "h200", "mi300x"} <= {p.stem for p in files}
     rows = export_devices(QueryEngine.shared(load_spec(spec)), files)
     assert len(rows) == len(files) and all(row["memory"] for row in rows)
+
+
+# ------------------------------------------------------------------ the knobs, layouts, options, folders
+def _values(browser) -> dict:
+    """figure id -> (data-query, data-value or None) of the cards (not the bars' inline b_max)."""
+    return {f["figure"]: (f["query"], f["value"]) for f in _figures(browser)}
+
+
+def test_knob_variants_are_the_declared_knobs():
+    """A figure's knob variants are the combinations of KNOB_CHOICES over the knobs its query declares."""
+    assert S.knob_variants(S.declared("params")) == []
+    assert {v["weights"] for v in S.knob_variants(S.declared("weight_bytes"))} == set(S.KNOB_CHOICES["weights"])
+    assert S.knob_variants(S.declared("kv_bytes_per_token")) == [{"kv": k} for k in S.KNOB_CHOICES["kv"]]
+    both = S.knob_variants(S.declared("b_max"))
+    assert len(both) == (len(S.KNOB_CHOICES["weights"]) + 1) * (len(S.KNOB_CHOICES["kv"]) + 1) - 1
+    assert "compute" not in S.declared("b_max") and "compute" in S.declared("tpot")
+
+
+@needs_browser
+@pytest.mark.parametrize("spec,params", [
+    ("llama31_8b", "kv=fp8&H=4096&B=8&device=h100_sxm"),
+    ("llama31_8b", "weights=fp8&kv=fp8&H=4096&B=8&device=h100_sxm"),
+    ("llama31_8b", "weights=fp8&compute=bf16&H=4096&B=8&device=h200&workspace=2GiB"),
+    ("llama31_8b", "weights=nvfp4&H=1000&B=3&device=b200&mfu=0.5"),
+    ("llama31_8b", "weights=nvfp4&H=1000&B=3&device=h100_sxm"),
+    ("llama31_8b", "weights=int4_sym_g128&kv=fp8&H=30000&B=2&device=l4"),
+    ("gpt_oss_20b", "weights=mxfp4&kv=fp8&H=4096&B=16&device=h100_sxm"),
+    ("deepseek_v3", "weights=int8&H=4096&B=4&device=h200&memory=1.5TB"),
+    ("deepseek_v3", "format=fp8&H=4096&B=4&device=h200&memory=1.5TB&compute=bf16"),
+    ("deepseek_v3", "format=fp8&H=4096&B=4&device=h200&memory=1.5TB"),
+    ("qwen3_8b", "compute=fp8&H=2048&B=2&device=h100_sxm&tp=2"),
+])
+def test_the_format_knobs_agree_with_specc_eval(browser, built_site, spec, params):
+    """weights=, kv= and compute= are controls: every figure whose query declares a knob names it
+    in its data-query and shows the engine's value; compute follows the weight scheme (the format's
+    own, too: DeepSeek-V3's FP8 release runs at the FP8 peak) unless compute= says otherwise."""
+    _open(browser, built_site, f"spec={spec}&{params}")
+    assert browser.find_element("id", "errors").get_attribute("hidden"), browser.find_element("id", "errors").text
+    values = _values(browser)
+    knobs = dict(kv.split("=", 1) for kv in params.split("&") if kv.split("=")[0] in ("weights", "kv", "compute"))
+    from specc.compiler.query.query_registry import REGISTRY
+
+    for fig, (query, value) in values.items():
+        name = query.split("(", 1)[0]
+        for knob, choice in knobs.items():
+            assert (f"{knob}={choice}" in query) == (knob in REGISTRY[name].names), (fig, query)
+    for fig in ("tpot", "ttft", "throughput", "b_max", "h_max"):
+        assert values[fig][1] is not None, (fig, values[fig])
+    if "weights" in knobs:
+        assert values["weight_bytes"][1] is not None and values["decode_read_bytes"][1] is not None
+    _check_page(browser, str(REPO / "specs" / f"{spec}.yaml"))
+    assert not _severe(browser)
+
+
+@needs_browser
+def test_must_show_an_fp8_kv_cache_per_token(browser, built_site):
+    _open(browser, built_site, "spec=llama31_8b&kv=fp8")
+    el = browser.find_element("css selector", "#figures [data-figure=kv_bytes_per_token]")
+    assert el.get_attribute("data-value") == "65536" and el.get_attribute("data-query") == "kv_bytes_per_token(kv=fp8)"
+    # a knob beside a non-default option is not exported: the page says so, and shows no value
+    _open(browser, built_site, "spec=llama31_8b&kv=fp8&head=all&tp=2")
+    el = browser.find_element("css selector", "#figures [data-figure=kv_bytes_per_token]")
+    assert el.get_attribute("data-value") is None and "not exported" in el.text and "ask specc eval" in el.text
+    _open(browser, built_site, "spec=llama31_8b&weights=fp8&tp=2")
+    el = browser.find_element("css selector", "#time-figures [data-figure=tpot]")
+    assert el.get_attribute("data-value") is None and "on one device" in el.text
+    assert "weights=fp8" in el.get_attribute("data-query")
+    assert not _severe(browser)
+
+
+@needs_browser
+@pytest.mark.parametrize("spec,params", [
+    ("llama2_70b", "pp=2&H=4000&B=3&device=h100_sxm"),
+    ("llama2_70b", "tp=2&pp=4&H=1000&B=64&device=a100_80gb&format=int8"),
+    ("qwen3_8b", "pp=8&dp=2&H=30000&B=5&device=a100_80gb&workspace=1GiB"),
+    ("deepseek_v3", "mla=compressed&format=fp8&tp=8&ep=8&H=4096&B=64&device=h200&workspace=4GiB"),
+    ("deepseek_v3", "mla=compressed&format=fp8&dp=8&ep=8&pp=2&H=4096&B=64&device=h200"),
+    ("qwen36_35b_a3b", "tp=2&dp=4&ep=8&H=8000&B=9&device=h100_sxm"),
+])
+def test_pipeline_and_expert_layouts_answer(browser, built_site, spec, params):
+    """pp > 1 and ep > 1 (DeepSeek-V3's latent cache, mla=compressed, in its FP8 release): every
+    capacity and time figure has a value, equal to specc eval's."""
+    _open(browser, built_site, f"spec={spec}&{params}")
+    assert browser.find_element("id", "errors").get_attribute("hidden"), browser.find_element("id", "errors").text
+    values = _values(browser)
+    for fig in ("weights_device", "state_device", "b_max", "h_max", "tpot", "ttft", "throughput"):
+        assert values[fig][1] is not None, (fig, values[fig])
+    _check_page(browser, str(REPO / "specs" / f"{spec}.yaml"))
+    assert not _severe(browser)
+
+
+@needs_browser
+def test_every_option_of_every_spec_agrees_with_specc_eval(browser, built_site):
+    """Each choice of each option of each shipped spec, on one device: every figure with a value
+    is specc eval's, and none that the default options show is missing."""
+    from specc.compiler.schema.spec import load_spec
+
+    opened = 0
+    for path in SHIPPED:
+        spec = load_spec(path)
+        for name, option in spec.options.items():
+            for choice in option.choices:
+                if choice == option.default:
+                    continue
+                _open(browser, built_site, {"spec": Path(path).stem, name: choice, "device": "h100_sxm",
+                                            "H": 1024, "B": 2, "P": 512})
+                assert browser.find_element("id", "errors").get_attribute("hidden"), (path, name, choice)
+                values = _values(browser)
+                assert all(f"{name}={choice}" in q for fig, (q, v) in values.items()
+                           if fig in {f.id for f in S.FIGURES + S.TIME_FIGURES} | {"b_max"}), (path, name)
+                _check_page(browser, path)
+                opened += 1
+        assert not _severe(browser), path
+    assert opened >= 50
+
+
+@needs_browser
+def test_a_site_of_a_spec_folder_outside_the_repository(browser, tmp_path):
+    """A spec and the device it is sized for, copied to a folder of their own: the site offers that
+    device (from the folder) beside the shipped ones, and every value is specc eval's of the copy."""
+    import yaml
+
+    folder = tmp_path / "mine"
+    (folder / "hardware").mkdir(parents=True)
+    spec = folder / "my_model.yaml"
+    shutil.copy(REPO / "specs" / "qwen3_8b.yaml", spec)
+    device = yaml.safe_load((REPO / "specs" / "hardware" / "l4.yaml").read_text())
+    device["memory"], device["display_name"] = "48 GB", "My 48 GB card"
+    (folder / "hardware" / "my_card.yaml").write_text(yaml.safe_dump(device))
+    site = tmp_path / "site"
+    result = CliRunner().invoke(main, ["site", "-o", str(site), "--specs", str(spec), "--docs", str(tmp_path / "none")])
+    assert result.exit_code == 0, result.output
+    assert str(tmp_path) not in (site / "data" / "my_model.js").read_text()
+    for params in ("spec=my_model&device=my_card&H=8192&B=4&workspace=2GiB",
+                   "spec=my_model&device=my_card&H=30000&B=2&weights=int8&compute=bf16",
+                   "spec=my_model&device=h100_sxm&tp=2&pp=2&H=4096&B=8&head=last"):
+        _open(browser, site, params)
+        assert browser.find_element("id", "errors").get_attribute("hidden"), params
+        values = _values(browser)
+        assert values["b_max"][1] is not None and values["tpot"][1] is not None
+        _check_page(browser, str(spec))
+        assert not _severe(browser)
+
+
+def test_export_messages_name_no_absolute_path(tmp_path, monkeypatch):
+    """A spec's location in a reason the page shows is relative to the folder specc ran in, or the
+    file's name: never the build machine's absolute path (relative locations stay as they are)."""
+    monkeypatch.chdir(tmp_path)
+    out = S._Exported()
+    out.why("a", f"{tmp_path}/specs/mine.yaml:35:3: store 'kv' gives its entry size without an element type")
+    out.why("b", "/elsewhere/x/theirs.yaml:1:1: bad (see '/elsewhere/y/dev.yml')")
+    out.why("c", "specs/mine.yaml:2:2: kept")
+    assert out.messages == ["specs/mine.yaml:35:3: store 'kv' gives its entry size without an element type",
+                            "theirs.yaml:1:1: bad (see 'dev.yml')", "specs/mine.yaml:2:2: kept"]
+
+
+@needs_browser
+def test_controls_changed_in_the_page_keep_agreeing(browser, built_site):
+    """Values the page keeps between repaints (each device's formula arguments) follow the controls:
+    memory= overrides the selected device only, before and after another device is selected; the
+    knobs, the format and the degrees changed in place."""
+    from selenium.webdriver.support.ui import Select
+
+    _open(browser, built_site, "spec=qwen3_8b&device=rtx_4090&memory=48GB&H=8192&B=2&workspace=2GiB")
+    _check_page(browser, str(REPO / "specs" / "qwen3_8b.yaml"))
+    for control, value in (("device", "h100_sxm"), ("weights", "fp8"), ("compute", "bf16"), ("device", "rtx_4090"),
+                           ("weights", ""), ("tp", "2"), ("kv", "fp8")):
+        Select(browser.find_element("id", control)).select_by_value(value)
+        _check_page(browser, str(REPO / "specs" / "qwen3_8b.yaml"))
+    assert not _severe(browser)

@@ -46,7 +46,14 @@ const SPECC = (() => {
     const rest = _R.add(v, _R.neg(whole));
     return Number(whole) + Number((rest.n * 10n ** 15n) / rest.d) / 1e15;
   }
-  const separated = (n) => n.toLocaleString("en-US");
+  // number formats made once (toLocaleString builds one per call: most of a repaint's display time)
+  const formats = new Map();
+  function localized(x, options) {
+    const key = options ? JSON.stringify(options) : "";
+    if (!formats.has(key)) formats.set(key, new Intl.NumberFormat("en-US", options));
+    return formats.get(key).format(x);
+  }
+  const separated = (n) => localized(n);
 
   // "2 GiB", "24GB", "1.5 TB", "1000" (bytes) -> {value, text}, with the unit words of dsl/units.py
   function parseBytes(text) {
@@ -66,7 +73,7 @@ const SPECC = (() => {
   const BINARY = [["PiB", 2n ** 50n], ["TiB", 2n ** 40n], ["GiB", 2n ** 30n], ["MiB", 2n ** 20n], ["KiB", 2n ** 10n]];
   const DECIMAL = [["P", 1e15], ["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
   const WORDS = [["trillion", 1e12], ["billion", 1e9], ["million", 1e6]];
-  const round3 = (x) => x.toLocaleString("en-US", { maximumSignificantDigits: 4 });
+  const round3 = (x) => localized(x, { maximumSignificantDigits: 4 });
 
   function approx(v, unit) {
     const x = toNumber(v);
@@ -94,14 +101,14 @@ const SPECC = (() => {
   function showSeconds(x, digits) {
     if (x === 0) return "0 s";
     const [label, size] = timeUnit(x);
-    return `${(x / size).toLocaleString("en-US", { maximumSignificantDigits: digits })} ${label}`;
+    return `${localized(x / size, { maximumSignificantDigits: digits })} ${label}`;
   }
 
   // times in s/ms/µs, rates as tokens/s: the exact value stays in data-value and the note
   function showRate(v, unit) {
     const x = toNumber(v);
     const main = unit === "seconds" ? `≈ ${showSeconds(x, 5)}`
-      : `≈ ${x.toLocaleString("en-US", { maximumFractionDigits: x >= 100 ? 1 : 4 })} tokens/s`;
+      : `≈ ${localized(x, { maximumFractionDigits: x >= 100 ? 1 : 4 })} tokens/s`;
     const exact = isInt(v) ? separated(v) : `${v.n}/${v.d}`;
     return { main, note: `exactly ${exact} ${unit === "seconds" ? "seconds" : "tokens per second"}` };
   }
@@ -115,16 +122,21 @@ const SPECC = (() => {
       return { main: `${separated(v)} ${words}`, note: near ? `≈ ${near}` : "" };
     }
     const near = approx(v, unit);
-    return { main: `≈ ${toNumber(v).toLocaleString("en-US", { maximumFractionDigits: 4 })} ${words}`,
+    return { main: `≈ ${localized(toNumber(v), { maximumFractionDigits: 4 })} ${words}`,
              note: `exactly ${v.n}/${v.d}${near ? ` (≈ ${near})` : ""}` };
   }
 
   // ------------------------------------------------------------ state and the URL
   const state = { spec: null, device: null, memory: "", workspace: "0 B", format: null, options: {},
+                  weights: "", kv: "", compute: "",
                   B: DEFAULTS.B, S: DEFAULTS.S, P: DEFAULTS.P, G: DEFAULTS.G, H: DEFAULTS.H,
                   tp: 1n, pp: 1n, ep: 1n, dp: 1n, mfu: "1", mbu: "1", overlap: false };
   const DEGREES = ["tp", "pp", "ep", "dp"];
   const RATES = ["mfu", "mbu"];
+  // the deployment-format knobs (empty: what the spec's format names): weights= and kv= choose
+  // exported closed forms, compute= which of the device's peaks the time formulas are given
+  const KNOBS = ["weights", "kv", "compute"];
+  const knobChoices = (key) => (key === "compute" ? site.knobs.compute : site.knobs[key].map((k) => k.name));
 
   // a fraction of the peak in (0, 1]: "0.8", "1", "1/3" -> exact rational (the engine's mfu=/mbu=)
   function parseFraction(key, text) {
@@ -176,11 +188,18 @@ const SPECC = (() => {
       if (overlap === "true" || overlap === "false") state.overlap = overlap === "true";
       else problems.push(`overlap=${overlap} is not true or false`);
     }
+    for (const key of KNOBS) {
+      const raw = q.get(key);
+      if (raw === null || raw === "") continue;
+      if (knobChoices(key).includes(raw)) state[key] = raw;
+      else problems.push(`${key}=${raw.slice(0, 40)} is not offered (${knobChoices(key).join(", ")})`);
+    }
     state.format = q.get("format");
     state.urlOptions = Object.create(null);
     for (const [k, v] of q.entries()) state.urlOptions[k] = v;
   }
 
+  let urlTimer = null;
   function writeURL() {
     const q = new URLSearchParams();
     q.set("spec", state.spec);
@@ -189,6 +208,7 @@ const SPECC = (() => {
       for (const o of spec.options) if (state.options[o.name] !== o.default) q.set(o.name, state.options[o.name]);
       if (state.format !== defaultFormat(spec)) q.set("format", state.format);
     }
+    for (const key of KNOBS) if (state[key]) q.set(key, state[key]);
     q.set("device", state.device);
     if (state.memory) q.set("memory", state.memory);
     q.set("workspace", state.workspace);
@@ -198,7 +218,12 @@ const SPECC = (() => {
     if (state.overlap) q.set("overlap", "true");
     const search = "?" + q.toString();
     $("share-link").href = search;
-    try { history.replaceState(null, "", search); } catch (e) { /* some file:// hosts refuse; the link still works */ }
+    // the address bar after the repaint: replaceState costs several milliseconds (more on file://), and
+    // controls that move quickly need only the last one
+    clearTimeout(urlTimer);
+    urlTimer = setTimeout(() => {
+      try { history.replaceState(null, "", search); } catch (e) { /* some file:// hosts refuse; the link still works */ }
+    }, 0);
   }
 
   const defaultFormat = (spec) => (spec.formats.find((f) => f.default) || spec.formats[0]).name;
@@ -229,8 +254,21 @@ const SPECC = (() => {
     const parts = [];
     for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
     if (fig.formatted && state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
-    return parts;
+    return parts.concat(knobParts(fig.query));
   }
+  // the knobs a query declares (site.query_params) that the page sets: in its text, and (weights=,
+  // kv=) in the key of the closed forms the export printed for them
+  const declares = (query, name) => (site.query_params[query] || []).includes(name);
+  const knobParts = (query) => KNOBS.filter((k) => state[k] && declares(query, k)).map((k) => `${k}=${state[k]}`);
+  function knobsOf(query) {
+    const out = {};
+    for (const k of ["weights", "kv"]) if (state[k] && declares(query, k)) out[k] = state[k];
+    return out;
+  }
+  const keyOf = (query) => variantKey({ ...state.options, ...knobsOf(query) });
+  const knobbed = (query) => Object.keys(knobsOf(query)).length > 0;
+  const knobsNotExported = (spec) => `not exported: weights= and kv= are exported for ${spec.name}'s default ` +
+    `options and its default format (${defaultFormat(spec)}) on one device; ask specc eval`;
 
   // whether a figure's query passes the spec's maximum context: the context it checks is a
   // printed function of its scenario arguments (SPECC_CONTEXT, data/exact.js)
@@ -245,9 +283,8 @@ const SPECC = (() => {
   function evaluate(entry, fig, at) {     // at: scenario values that replace the page state's
     const values = { ...state, ...(at || {}) };
     const spec = entry.data;
-    const key = variantKey(state.options);
+    const key = keyOf(fig.query);
     const table = spec.variants[key];
-    if (!table) return { fig, error: `the option combination ${key} is not exported` };
     const slot = fig.formatted ? `${fig.id}|${state.format}` : fig.id;
     const args = { B: 0n, S: 0n, P: 0n, G: 0n, H: 0n };
     for (const [arg, src] of fig.args) args[arg] = typeof src === "string" ? values[src] : BigInt(src);
@@ -256,6 +293,9 @@ const SPECC = (() => {
     parts.push(...extras(spec, fig));
     if (extrapolated) parts.push("extrapolate=true");
     const query = `${fig.query}(${parts.join(", ")})`;
+    if (!table || !(slot in table)) {
+      return { fig, query, error: knobbed(fig.query) ? knobsNotExported(spec) : `the option combination ${key} is not exported` };
+    }
     const index = table[slot];
     if (index === null || index === undefined) {
       return { fig, query, error: reason(spec, `${key}#${slot}`) || "not available for this spec" };
@@ -301,13 +341,16 @@ const SPECC = (() => {
     const parts = args.map(([arg, v]) => `${arg}=${v}`);
     parts.push(...dep.args, "per_device=true");
     if (fig.formatted && state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
+    parts.push(...knobParts(fig.query));
     if (extrapolated) parts.push("extrapolate=true");
     const query = `${fig.query}(${parts.join(", ")})`;
     if (!isDefaultOptions(spec)) {
       return { fig, query, error: "per-device figures are exported for the spec's default options" };
     }
-    const slot = fig.formatted ? `${fig.id}|${state.format}|${dep.key}` : `${fig.id}|${dep.key}`;
+    const knobs = variantKey(knobsOf(fig.query));
+    const slot = (knobs ? `${knobs}#` : "") + (fig.formatted ? `${fig.id}|${state.format}|${dep.key}` : `${fig.id}|${dep.key}`);
     const index = spec.deployed[slot];
+    if (index === undefined && knobs) return { fig, query, error: knobsNotExported(spec) };
     if (index === null || index === undefined) {
       return { fig, query, error: reason(spec, `${variantKey(state.options)}#${slot}`) || "not exported for this deployment" };
     }
@@ -326,7 +369,7 @@ const SPECC = (() => {
     const dep = deployment();
     const stateFig = site.figures.find((f) => f.id === "state_request");
     const b = {
-      dep, perDevice: (state.B + dep.dp - 1n) / dep.dp,
+      dep, perDevice: specc_bar_requests(state.B, dep.dp),
       weights: dep.trivial ? results.weight_bytes : evaluateDeployed(entry, "weights_device"),
       one: dep.trivial ? evaluate(entry, stateFig) : evaluateDeployed(entry, "state_device"),
     };
@@ -340,22 +383,54 @@ const SPECC = (() => {
     if (index === null) return { error: reason(entry.data, slot) || "not available for this spec" };
     return { fn: entry.fns[index] };
   }
-  const notExported = (spec) => (isDefaultOptions(spec) ? "not exported for this deployment; ask specc eval"
-    : "with options other than the defaults the page answers for one device; ask specc eval");
+  const notExported = (spec, query) => (query && knobbed(query) ? knobsNotExported(spec)
+    : isDefaultOptions(spec) ? "not exported for this deployment; ask specc eval"
+      : "with options other than the defaults the page answers for one device; ask specc eval");
 
   // The arguments of every printed formula (site.formula_args): the scenario, then the device's
   // memory, workspace, rates, mfu, mbu, links and collective latencies, exact.
   // (the device's part is parsed once per repaint: charts call the formulas at many points)
+  // (kept across repaints, keyed by what they are parsed from: most control changes leave them as they are)
   let deviceArgsMemo = new Map();
+  const SCENARIO_AT = new Map(SCENARIO.map((k) => [k, site.formula_args.indexOf(k)]));
   function formulaArgs(device, values) {
-    if (!deviceArgsMemo.has(device.name)) deviceArgsMemo.set(device.name, deviceArgs(device));
-    const v = { ...deviceArgsMemo.get(device.name), B: values.B, S: values.S, P: values.P, G: values.G, H: values.H };
-    return site.formula_args.map((name) => v[name]);
+    // memory= overrides the selected device only: whether this one is selected is part of the key
+    const key = [device.name, device.name === state.device, state.spec, state.format, state.weights, state.compute,
+                 state.memory, state.workspace, state.mfu, state.mbu].join("|");
+    let vector = deviceArgsMemo.get(key);
+    if (vector === undefined) {
+      if (deviceArgsMemo.size > 256) deviceArgsMemo = new Map();
+      const v = deviceArgs(device);
+      vector = site.formula_args.map((name) => v[name]);
+      deviceArgsMemo.set(key, vector);
+    }
+    const out = vector.slice();
+    for (const [k, i] of SCENARIO_AT) out[i] = values[k];
+    return out;
+  }
+  // The math type of the time figures (q_time._compute_dtype): compute=, else the weight scheme's
+  // (weights=, or the one the format names) as the engine resolves it on this device (the device
+  // table's compute_for), else the device's default rate. {dtype, note, error}
+  function computeOf(device) {
+    if (state.compute) {
+      return device.peaks[state.compute] === undefined
+        ? { error: `device '${device.name}' gives no ${state.compute} rate (compute=${state.compute})` }
+        : { dtype: state.compute, note: `compute ${state.compute}` };
+    }
+    const spec = loaded[state.spec].data;
+    const fmt = spec.formats.find((f) => f.name === state.format) || {};
+    const scheme = state.weights ? site.knobs.weights.find((w) => w.name === state.weights)
+      : fmt.scheme ? { name: fmt.scheme, compute: fmt.scheme_compute } : null;
+    if (!scheme) return { dtype: null, note: "" };
+    const dtype = device.compute_for[scheme.compute];
+    return { dtype, note: `compute ${dtype || "default"}: weights=${scheme.name}` };
   }
   function deviceArgs(device) {
+    const math = computeOf(device);
+    const peak = math.dtype ? device.peaks[math.dtype] : device.flops;
     const v = {
       d_memory: memoryOf(device).value, d_workspace: parseBytes(state.workspace).value,
-      d_flops: device.flops === null ? 1n : parseExact(device.flops),
+      d_flops: peak === null || peak === undefined ? 1n : parseExact(peak),
       d_bandwidth: device.bandwidth === null ? 1n : parseExact(device.bandwidth),
       d_mfu: parseFraction("mfu", state.mfu), d_mbu: parseFraction("mbu", state.mbu),
       d_up: device.scale_up === null ? 1n : parseExact(device.scale_up),
@@ -368,12 +443,13 @@ const SPECC = (() => {
     return v;
   }
 
-  function capacityParts(entry, device, head) {
+  function capacityParts(entry, device, head, name) {
     const spec = entry.data;
     const workspace = parseBytes(state.workspace), memory = memoryOf(device);
     const parts = [`device=${device.name}`, ...head, `workspace=${workspace.text}`, ...deployment().args];
     if (state.format !== defaultFormat(spec)) parts.push(`format=${state.format}`);
     for (const o of spec.options) if (state.options[o.name] !== o.default) parts.push(`${o.name}=${state.options[o.name]}`);
+    parts.push(...knobParts(name));
     return { parts, workspace, memory };
   }
 
@@ -383,12 +459,12 @@ const SPECC = (() => {
                   doc: "requests of context H that fit beside the weights and the workspace" };
     const spec = entry.data;
     let c;
-    try { c = capacityParts(entry, device, [`H=${state.H}`]); } catch (e) { return { fig, error: e.message }; }
+    try { c = capacityParts(entry, device, [`H=${state.H}`], "b_max"); } catch (e) { return { fig, error: e.message }; }
     const extrapolated = beyondFor(spec, "b_max", { H: state.H });
     if (extrapolated) c.parts.push("extrapolate=true");
     const query = `b_max(${c.parts.join(", ")}${c.memory.query})`;
-    const f = formula(entry, `${variantKey(state.options)}#b_max|${state.format}|${deployment().key}`);
-    if (!f.fn) return { fig, query, error: f.error || notExported(spec) };
+    const f = formula(entry, `${keyOf("b_max")}#b_max|${state.format}|${deployment().key}`);
+    if (!f.fn) return { fig, query, error: f.error || notExported(spec, "b_max") };
     try {
       return { fig, query, extrapolated, value: f.fn(...formulaArgs(device, state)) };
     } catch (e) {
@@ -412,17 +488,17 @@ const SPECC = (() => {
     const fig = { id: "h_max", label: `Longest context for ${separated(state.B)} request${state.B === 1n ? "" : "s"} (h_max)`,
                   unit: "tokens", doc: "the longest context at which B requests fit beside the weights and the workspace" };
     let c;
-    try { c = capacityParts(entry, device, [`B=${state.B}`]); } catch (e) { return { fig, error: e.message }; }
+    try { c = capacityParts(entry, device, [`B=${state.B}`], "h_max"); } catch (e) { return { fig, error: e.message }; }
     const spec = entry.data;
     const query = `h_max(${c.parts.join(", ")}${c.memory.query})`;
-    const vkey = variantKey(state.options);
+    const vkey = keyOf("h_max");
     const bounded = formula(entry, `${vkey}#b_max|${state.format}|${deployment().key}`);    // says why when no state
     const short = formula(entry, `${vkey}#short|${state.format}|${deployment().key}`);
-    if (!bounded.fn || !short.fn) return { fig, query, error: bounded.error || short.error || notExported(spec) };
+    if (!bounded.fn || !short.fn) return { fig, query, error: bounded.error || short.error || notExported(spec, "h_max") };
     try {
       const lo = longest((h) => _R.cmp(short.fn(...formulaArgs(device, { ...state, H: h })), 0n) <= 0);
       if (lo === null) return { fig, query, error: "the state does not bind: any context fits" };
-      return { fig, query, value: beyond(spec, lo) ? BigInt(spec.max_context) : lo };
+      return { fig, query, value: spec.max_context === null ? lo : specc_at_most(lo, BigInt(spec.max_context)) };
     } catch (e) {
       return { fig, query, error: e.message };
     }
@@ -454,14 +530,16 @@ const SPECC = (() => {
     if (extrapolated) parts.push("extrapolate=true");
     const query = `${fig.query}(${parts.join(", ")})`;
     const step = fig.id === "ttft" ? "ttft" : "tpot";
-    const vkey = variantKey(state.options);
+    const vkey = variantKey(state.options), kkey = keyOf(fig.query);     // collectives take no knob
     const node = device.gpus_per_node === null ? "none" : String(device.gpus_per_node);
     const commSlot = `${vkey}#comm_${step}|${dep.key}|${node}`;
-    const compute = formula(entry, `${vkey}#compute_${step}|${state.format}|${dep.stageKey}`);
+    const compute = formula(entry, `${kkey}#compute_${step}|${state.format}|${dep.stageKey}`);
     const comm = formula(entry, commSlot);
-    const short = formula(entry, `${vkey}#short_${step}|${state.format}|${dep.key}`);
+    const short = formula(entry, `${kkey}#short_${step}|${state.format}|${dep.key}`);
     const problem = [compute, comm, short].find((f) => !f.fn);
-    if (problem) return { fig, query, error: problem.error || notExported(spec) };
+    if (problem) return { fig, query, error: problem.error || notExported(spec, fig.query) };
+    const math = computeOf(device);
+    if (math.error) return { fig, query, error: math.error };
     try {
       const vector = formulaArgs(device, values);
       const shortfall = short.fn(...vector);
@@ -470,7 +548,7 @@ const SPECC = (() => {
                  error: `the deployment does not fit: the most loaded ${device.name} is ${separated(shortfall)} B short ` +
                         "(weights, workspace and its requests' state); specc eval gives no time (ignore_fit=true asks anyway)" };
       }
-      if (device.flops === null) throw new Error(`device '${device.name}' has no bf16 or fp16 rate`);
+      if (math.dtype === null && device.flops === null) throw new Error(`device '${device.name}' has no bf16 or fp16 rate`);
       if (device.bandwidth === null) throw new Error(`device '${device.name}' gives no 'bandwidth:'`);
       const needs = (spec.needs[commSlot] || "").split(",");
       if (needs.includes("up") && device.scale_up === null) {
@@ -480,7 +558,8 @@ const SPECC = (() => {
         throw new Error("this deployment spans nodes, and the device gives no scale-out link");
       }
       const seconds = specc_step_seconds(compute.fn(...vector), comm.fn(...vector), state.overlap ? 1n : 0n);
-      return { fig, query, extrapolated, value: fig.id === "throughput" ? specc_per_second(args.B, seconds) : seconds };
+      return { fig, query, extrapolated, compute: math.note,
+               value: fig.id === "throughput" ? specc_per_second(args.B, seconds) : seconds };
     } catch (e) {
       return { fig, query, error: e.message };
     }
@@ -510,6 +589,7 @@ const SPECC = (() => {
       const shown = showValue(result.value, result.fig.unit);
       add(compact ? "span" : "div", "value", shown.main);
       if (shown.note && !compact) add("div", "note", shown.note);
+      if (result.compute && !compact) add("div", "note", result.compute);
       if (result.extrapolated) {
         el.dataset.extrapolated = "true";
         add(compact ? "span" : "div", "note", " extrapolated beyond the spec's maximum context");
@@ -524,7 +604,7 @@ const SPECC = (() => {
     const box = $("bars");
     box.textContent = "";
     if (plan.weights.error) return;
-    const batch = plan.one.error ? plan.one : { value: _R.mul(plan.perDevice, plan.one.value) };
+    const batch = plan.one.error ? plan.one : { value: specc_bar_state(plan.perDevice, plan.one.value) };
     let workspace;
     try { workspace = parseBytes(state.workspace).value; } catch (e) { return; }
     const rows = site.devices.map((device) => {
@@ -541,8 +621,9 @@ const SPECC = (() => {
     box.appendChild(legend);
     for (const { device, memory } of rows) {
       const stateBytes = batch.error ? 0n : batch.value;
-      const used = _R.add(_R.add(plan.weights.value, stateBytes), workspace);
-      const free = _R.add(memory, _R.neg(used));
+      const used = specc_bar_used(plan.weights.value, stateBytes, workspace);
+      const free = specc_bar_free(memory, plan.weights.value, stateBytes, workspace);
+      const short = specc_bar_short(memory, plan.weights.value, stateBytes, workspace);
       const row = document.createElement("div");
       row.className = "bar-row" + (device.name === state.device ? " selected" : "");
       const name = document.createElement("div");
@@ -570,7 +651,7 @@ const SPECC = (() => {
       row.appendChild(bar);
       const info = document.createElement("div");
       info.className = "bar-info";
-      info.appendChild(document.createTextNode(over ? `does not fit: short by ${showValue(_R.neg(free), "bytes").main}; ` : ""));
+      info.appendChild(document.createTextNode(over ? `does not fit: short by ${showValue(short, "bytes").main}; ` : ""));
       info.appendChild(document.createTextNode("b_max "));
       const cap = capacity(entry, device);
       info.appendChild(figureElement(cap, true));
@@ -654,8 +735,12 @@ const SPECC = (() => {
   }
 
   // ------------------------------------------------------------ claims
+  // the claims table: the spec's, redrawn only when the spec changes (a large table costs a repaint most of its frame)
+  let claimsShown = null;
   function claims(entry) {
     const spec = entry.data;
+    if (claimsShown === spec) return;
+    claimsShown = spec;
     const body = $("claims").tBodies[0];
     body.textContent = "";
     const counts = Object.entries(spec.summary).filter(([, n]) => n).map(([v, n]) => `${separated(n)} ${v}`);
@@ -721,9 +806,23 @@ const SPECC = (() => {
       state.format = defaultFormat(spec);
     }
     fillSelect($("format"), spec.formats.map((f) => [f.name, f.name + (f.doc ? ` — ${f.doc}` : "")]), state.format);
+    knobControls(spec);
     const top = spec.max_context || 2 ** 20;
     $("H-slider").max = String(Math.ceil(Math.log2(top)));
     if (site.deployment) degreeChoices(spec, fromURL);
+  }
+
+  // weights=, kv=, compute=: empty is what the chosen format names (its scheme, its cache, the
+  // scheme's math type); each choice with its doc from specs/formats/schemes.yaml
+  function knobControls(spec) {
+    const fmt = spec.formats.find((f) => f.name === state.format) || {};
+    const own = { weights: fmt.scheme ? `the format's (${fmt.scheme})` : "the format's",
+                  kv: fmt.kv ? `the format's (${fmt.kv})` : "the format's", compute: "follow the weights" };
+    for (const key of KNOBS) {
+      const items = key === "compute" ? site.knobs.compute.map((c) => [c, c])
+        : site.knobs[key].map((k) => [k.name, `${k.name} — ${k.doc}`]);
+      fillSelect($(key), [["", own[key]], ...items], state[key]);
+    }
   }
 
   // the layouts this spec's data offers (spec.layouts): tp, pp, dp, and ep = 1 or tp·dp where
@@ -746,7 +845,8 @@ const SPECC = (() => {
         }
         // keep expert parallelism on a new tp·dp when the experts allow it; else the nearest degree below
         const below = offered.filter((v) => v <= state[key]);
-        state[key] = key === "ep" ? (state.ep > 1n && offered.includes(state.tp * state.dp) ? state.tp * state.dp : 1n)
+        // (the layouts offer ep = 1 and, where the experts allow it, ep = tp·dp: the largest)
+        state[key] = key === "ep" ? (state.ep > 1n && offered.length > 1 ? offered[offered.length - 1] : 1n)
           : (below.length ? below[below.length - 1] : offered[0]);
       }
       fillSelect($(key), offered.map((v) => [String(v), String(v)]), state[key].toString());
@@ -767,6 +867,7 @@ const SPECC = (() => {
     $("device").value = state.device;
     if (site.deployment) for (const key of DEGREES) $(key).value = state[key].toString();
     for (const key of RATES) $(key).value = state[key];
+    for (const key of KNOBS) $(key).value = state[key];
     $("overlap").checked = state.overlap;
     const k = state.H >= 1n ? Math.round(Math.log2(Number(state.H))) : 0;
     $("H-slider").value = String(k);
@@ -787,7 +888,12 @@ const SPECC = (() => {
       load(state.spec, () => { specControls(loaded[state.spec], false); fitDefaults(loaded[state.spec].data); update(); });
     });
     $("device").addEventListener("change", () => { state.device = $("device").value; update(); });
-    $("format").addEventListener("change", () => { state.format = $("format").value; update(); });
+    $("format").addEventListener("change", () => {
+      state.format = $("format").value;
+      knobControls(loaded[state.spec].data);
+      update();
+    });
+    for (const key of KNOBS) $(key).addEventListener("change", () => { state[key] = $(key).value; update(); });
     for (const key of SCENARIO) {
       $(key).addEventListener("input", () => {
         const raw = $(key).value.trim();
@@ -862,7 +968,6 @@ const SPECC = (() => {
     const entry = loaded[state.spec];
     if (!entry) return;
     const list = problems.splice(0);
-    deviceArgsMemo = new Map();
     for (const key of ["memory", "workspace"]) {
       if (state[key]) {
         try { state[key] = parseBytes(state[key]).text; } catch (e) { list.push(e.message); state[key] = key === "workspace" ? "0 B" : ""; }
