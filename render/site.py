@@ -99,7 +99,7 @@ EXTRA_CONTEXT = {"ttft": (("H",), 1)}
 CAPACITY_CONTEXT = {"b_max": (("H",), 0)}
 
 
-# The deployment-format knobs the page offers (compiler/schemes.py, specs/formats/schemes.yaml):
+# The deployment-format knobs the page offers (compiler/deploy/schemes.py, specs/formats/schemes.yaml):
 # the weight schemes checkpoints are served in (FP8 per tensor, INT8 W8A8, INT4 W4A16 in groups
 # of 128 as llm-compressor ships it, MXFP4, NVFP4) and an FP8 KV cache, each alone and together.
 # Their closed forms are exported for the spec's default options, every format, on one device
@@ -488,7 +488,7 @@ def export_devices(engine, files: list) -> list[dict]:
             from ..compiler.deploy.schemes import FormatChoice
 
             fmt = FormatChoice(engine.spec.default_format, weights=scheme)
-            row["compute_for"][kind] = engine._compute_dtype(QueryArgs({"device": path.stem}, None, engine, {}), fmt,
+            row["compute_for"][kind] = engine.compute_dtype(QueryArgs({"device": path.stem}, None, engine, {}), fmt,
                                                              path.stem)[0]
         devices.append(row)
     return devices

@@ -115,7 +115,7 @@ class TimeQueries:
         dep = self.deployment(args, ("tp", "pp", "ep", "dp"))
         dep = Deployment(dep.tp, dep.pp, dep.ep, dep.dp, per_device=True)
         fmt = self.format_of(args)
-        dtype, self.last_compute = self._compute_dtype(args, fmt, device)
+        dtype, self.last_compute = self.compute_dtype(args, fmt, device)
         peak = self._peak_of(args, device, dtype) * _fraction(args, "mfu")
         bandwidth = self._memory_rate_of(args, device) * _fraction(args, "mbu")
         with_activations = _flag(args, "activations")
@@ -179,7 +179,7 @@ class TimeQueries:
             colls = [dataclasses.replace(c, size=c.size + o.size) for c, o in zip(colls, other)]
         return sp.Add(*[c.mult * collective_seconds(c, links, args.loc) for c in colls])
 
-    def _compute_dtype(self, args, fmt, device):
+    def compute_dtype(self, args, fmt, device):
         """(math type, note) of a call. compute= (or dtype=) as given; else a weight scheme's:
         weights and activations both quantized (FP8, INT8, NVFP4) run at that type's peak,
         weight-only schemes (INT4, MXFP4) dequantize into BF16 math; a device whose datasheet
