@@ -289,6 +289,7 @@ def capacity_forms(engine, model, point: dict, fmt: str | None, knobs: dict | No
     import sympy as sp
 
     from ..compiler.deploy.sharding import Deployment
+    from ..compiler.query.q_capacity import requests_that_fit, stage_shortfalls
     from ..compiler.schema.symbols import B, H, P
 
     free, per_request, _ = engine.budget(model, _formula_args(engine, point, fmt, **(knobs or {})), need_state=False)
@@ -299,15 +300,12 @@ def capacity_forms(engine, model, point: dict, fmt: str | None, knobs: dict | No
 
     def short(batch, context):
         # ⌈max_i t_i⌉ = max_i ⌈t_i⌉, and printing the latter asks sympy nothing about a Max
-        return most([sp.ceiling(dep.requests_per_device(batch) * s.xreplace({H: context}) - f, evaluate=False)
-                     for f, s in zip(free, per_request)])
+        return most([sp.ceiling(x, evaluate=False)
+                     for x in stage_shortfalls(free, per_request, dep.requests_per_device(batch), context)])
 
     out = {"short": short(B, H), "short_tpot": short(B, H + 1), "short_ttft": short(B + 1, sp.Max(P, H + 1))}
-    fits = [sp.Max(0, sp.floor(f / s, evaluate=False), evaluate=False) for f, s in zip(free, per_request) if s != 0]
-    if fits:
-        out["b_max"] = dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits, evaluate=False))
-    else:
-        out["b_max"] = _no_state(engine)
+    fits = requests_that_fit(free, per_request, dep.dp, evaluate=False)
+    out["b_max"] = _no_state(engine) if fits is None else fits
     return out
 
 

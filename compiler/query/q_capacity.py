@@ -22,6 +22,26 @@ from ..schema.symbols import H
 _H_LIMIT = 2 ** 48      # search bound for h_max (tokens); far beyond any context
 
 
+# The two capacity rules, stated once for the engine's numbers and for the explorer's printed
+# formulas (render/site.py passes memory and workspace as symbols and evaluate=False, so sympy
+# builds the Max/Min/floor without comparing symbols).
+def requests_that_fit(free, per_request, dp, evaluate: bool = True):
+    """b_max's rule: dp · max(0, min over the stages whose requests hold state of ⌊free / state⌋)
+    (each dp group serves its own requests; ep spreads experts, not requests); None when no
+    stage's requests hold state."""
+    fits = [sp.Max(0, sp.floor(f / s, evaluate=evaluate), evaluate=evaluate)
+            for f, s in zip(free, per_request) if s != 0]
+    if not fits:
+        return None
+    return dp * (fits[0] if len(fits) == 1 else sp.Min(*fits, evaluate=evaluate))
+
+
+def stage_shortfalls(free, per_request, on_device, context) -> list:
+    """check_fit's rule, per pipeline stage: the bytes its `on_device` requests at `context`
+    tokens need beyond its free memory (the deployment fits when none is positive)."""
+    return [on_device * s.xreplace({H: context}) - f for f, s in zip(free, per_request)]
+
+
 class CapacityQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
 
@@ -68,7 +88,7 @@ class CapacityQueries:
                             expected="ignore_fit=true")
         free, per_request, dep = self.budget(model, args, need_state=False)
         on_device = dep.requests_per_device(batch)
-        shorts = [on_device * s.xreplace({H: context}) - f for f, s in zip(free, per_request)]
+        shorts = stage_shortfalls(free, per_request, on_device, context)
         if not all(sp.sympify(x).is_number for x in shorts):
             args.check_bound(shorts[0] if len(shorts) == 1 else sp.Max(*shorts), 0)   # settled at the arguments
             return
@@ -101,13 +121,10 @@ class CapacityQueries:
         length = args.scenario("H")
         ext = args.check_context(model, length)
         # a budget whose per-request state is zero at this H bounds nothing (f/0 is no count)
-        at_h = [(f, s.xreplace({H: length})) for f, s in zip(free, per_request) if s != 0]
-        fits = [sp.Max(0, sp.floor(f / s)) for f, s in at_h if s != 0]
-        if not fits:
+        value = requests_that_fit(free, [s.xreplace({H: length}) for s in per_request], dep.dp)
+        if value is None:
             raise SpecError(f"at H={length} a request holds no state on any device, so any batch fits",
                             args.loc, expected="H=1 or more (a context whose state takes memory)")
-        # each dp group serves its own requests (ep spreads experts, not requests)
-        value = dep.dp * (fits[0] if len(fits) == 1 else sp.Min(*fits))
         return Quantity(value, NONE, ext, note=_shortfall(value, free, per_request, length))
 
     def q_h_max(self, model, args):
