@@ -390,9 +390,10 @@ def helper_functions() -> str:
     from ..compiler.lanes import codegen
 
     from ..compiler.deploy.sharding import Deployment
+    from ..compiler.query.q_time import step_seconds, tokens_per_second
 
     c, k, ov, b, t = sp.symbols("d_compute d_comm d_overlap B d_seconds", nonnegative=True)
-    step = sp.Piecewise((sp.Max(c, k), sp.Eq(ov, 1)), (c + k, True))
+    step = sp.Piecewise((step_seconds(c, k, True), sp.Eq(ov, 1)), (step_seconds(c, k, False), True))
     # the memory bars (every device): the requests the most loaded device holds (q_capacity's
     # ⌈B/dp⌉), their state, what the weights, state and workspace use and what is left or missing
     dp, one, w, st, ws, mem, h, top = sp.symbols("d_dp d_one d_weights d_state d_workspace d_memory d_h d_top",
@@ -406,7 +407,7 @@ def helper_functions() -> str:
             # h_max answers at most the spec's maximum context without extrapolate=true (q_capacity)
             "specc_at_most": (sp.Min(h, top), ["d_h", "d_top"])}
     return (codegen.emit(step, ["d_compute", "d_comm", "d_overlap"], "javascript", "specc_step_seconds")
-            + codegen.emit(b / t, ["B", "d_seconds"], "javascript", "specc_per_second")
+            + codegen.emit(tokens_per_second(b, t), ["B", "d_seconds"], "javascript", "specc_per_second")
             + "".join(codegen.emit(expr, args, "javascript", name) for name, (expr, args) in bars.items()))
 
 

@@ -77,6 +77,17 @@ class RooflineRow:
         return self.flops / self.bytes if self.bytes != 0 else None
 
 
+def step_seconds(compute, comm, overlap):
+    """One engine step's seconds from its compute time and its collectives' time: they add, or
+    with overlap=true the larger one sets the step (stated once for the engine and the explorer)."""
+    return sp.Max(compute, comm) if overlap else compute + comm
+
+
+def tokens_per_second(batch, seconds):
+    """throughput's rule: each of the B requests gets one token per decode step."""
+    return batch / seconds
+
+
 def _flag(args, key) -> bool:
     args.used.add(key)
     value = args.raw(key)
@@ -235,8 +246,7 @@ class TimeQueries:
         rows, comm_s, overlap = self.roofline_step(model, args, parts)
         # the rows behind the last time query, for `specc table --kind roofline`
         self.last_roofline = (rows, comm_s, overlap)
-        compute = sp.Add(*[r.time for r in rows])
-        return sp.Max(compute, comm_s) if overlap else compute + comm_s
+        return step_seconds(sp.Add(*[r.time for r in rows]), comm_s, overlap)
 
     # One context rule for every time query: a call of P new tokens after S cached ones holds
     # S + P tokens when it ends (a decode step at H is the call S = H, P = 1: H + 1 tokens);
@@ -304,7 +314,7 @@ class TimeQueries:
         if batch < 1:
             raise SpecError("throughput needs B >= 1", args.loc, expected="B=1 or more")
         seconds, ext = self._timed(model, args, batch, length, sp.Integer(1))
-        return Quantity(batch / seconds, combine(TOKENS, SECONDS, -1), ext, note=self.last_compute)
+        return Quantity(tokens_per_second(batch, seconds), combine(TOKENS, SECONDS, -1), ext, note=self.last_compute)
 
     def roofline_forms(self, choices: dict, fmt: str | None = None, tp: int = 1, pp: int = 1, ep: int = 1,
                        act_bytes=2, rows: bool = True, dp: int | None = None) -> dict:
