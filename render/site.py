@@ -541,7 +541,7 @@ class _Exported:
         import re
 
         # a spec's location as the published site shows it (never the build machine's absolute path)
-        message = re.sub(r"(?<![^\s'\"(])/[^\s:'\"]+\.ya?ml", lambda m: _public_path(m.group(0)), str(exc).splitlines()[0])[:300]
+        message = re.sub(r"(?<![^\s'\"(])/[^\s:'\"]+\.ya?ml", lambda m: public_path(m.group(0)), str(exc).splitlines()[0])[:300]
         if message not in self.messages:
             self.messages.append(message)
         self.unavailable[key] = self.messages.index(message)

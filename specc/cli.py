@@ -42,7 +42,9 @@ class _Main:
                 if code is not None:
                     sys.stdout.flush()
                     sys.exit(code)
-            except BrokenPipeError:
+            except BrokenPipeError:         # `specc eval ... | head` answered by the fast path
+                from .cli_support import quiet_broken_pipe
+
                 quiet_broken_pipe()
         return self._real()(*args, **kwargs)
 
