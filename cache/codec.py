@@ -29,7 +29,6 @@ An expression is [class, [arg, ...], {keyword: bool}]."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 from fractions import Fraction
@@ -76,8 +75,14 @@ def _resolve(name, *, sympy_class: bool):
     return cls
 
 
+def _is_dataclass(cls) -> bool:
+    # what dataclasses.is_dataclass checks, without importing dataclasses (and inspect) on the
+    # warm path: a store read by `specc eval` holds slotted records, not dataclasses
+    return getattr(cls, "__dataclass_fields__", None) is not None
+
+
 def _is_record(cls) -> bool:
-    return (dataclasses.is_dataclass(cls) or getattr(cls, "_fields", None) is not None
+    return (_is_dataclass(cls) or getattr(cls, "_fields", None) is not None
             or (getattr(cls, "__slots__", None) is not None and getattr(cls, "__getstate__", None) is not None
                 and cls.__module__.startswith("specc.")))
 
@@ -91,7 +96,9 @@ def _field_names(cls) -> tuple:
     if names is None:
         if getattr(cls, "_fields", None) is not None:
             names = tuple(cls._fields)
-        elif dataclasses.is_dataclass(cls):
+        elif _is_dataclass(cls):
+            import dataclasses
+
             names = tuple(f.name for f in dataclasses.fields(cls))
         else:
             names = tuple(cls.__slots__)
