@@ -72,16 +72,18 @@ class Layout:
         """ep spreads experts over ranks of tp·dp (the engine refuses anything else)."""
         return min(self.tp, self.pp, self.dp, self.ep) >= 1 and (self.tp * self.dp) % self.ep == 0
 
-    def degrees(self) -> str:
-        parts = [f"{k}={v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep))
-                 if v != 1]
-        return ", ".join(parts)
+    def degree_args(self) -> list:
+        """The layout's degrees other than 1, as query arguments in the planner's order."""
+        return [(k, v) for k, v in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep)) if v != 1]
 
-    def format_args(self, query: str | None = None) -> str:
+    def degrees(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.degree_args())
+
+    def format_pairs(self, query: str | None = None) -> list:
         """The format's arguments as `query` takes them: a knob the query does not declare
         (kv= to weight_bytes, weights= to state_bytes) is left out, since the engine refuses
         an argument a query does not take and the knob does not change its answer."""
-        return ", ".join(f"{k}={v}" for k, v in self.fmt if _takes(query, k))
+        return [(k, v) for k, v in self.fmt if _takes(query, k)]
 
     def format_name(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.fmt) or "default"
@@ -111,8 +113,11 @@ def _takes(query: str | None, key: str) -> bool:
     return not any(key in (_declared(name) or ()) for name in REGISTRY)
 
 
-def _join(*parts) -> str:
-    return ", ".join(p for p in parts if p)
+def _call(name: str, *groups) -> str:
+    """A query's text from groups of (argument, value) pairs, printed by the one query printer."""
+    from ..compiler.query.query_value import make_call
+
+    return make_call(name, [pair for group in groups for pair in group]).text()
 
 
 class Queries:
@@ -120,25 +125,28 @@ class Queries:
     to every scenario query (extrapolate=true when the user allows contexts beyond
     the spec's max_context)."""
 
-    def __init__(self, extra: str = ""):
-        self.extra = extra
+    def __init__(self, extra: bool = False):
+        self.extra = [("extrapolate", "true")] if extra else []
 
     def call_time(self, lay: Layout, B, S, P) -> str:
-        return f"call_time({_join(f'B={B}, S={S}, P={P}', f'device={lay.device}', lay.degrees(), lay.format_args('call_time'), self.extra)})"
+        return _call("call_time", [("B", B), ("S", S), ("P", P), ("device", lay.device)], lay.degree_args(),
+                     lay.format_pairs("call_time"), self.extra)
 
     def decode_step(self, lay: Layout, B, H, beyond_fit: bool = False) -> str:
         """One decode step of B requests at context H: tpot(H, B) = call_time(B, S=H, P=1),
         the shorter text (expressions that repeat it stay within specc's input limits).
         beyond_fit: B requests do not fit; the step is timed anyway (ignore_fit=true)
         only to find where the fixed point and its slope lie."""
-        fit = "ignore_fit=true" if beyond_fit else ""
-        return f"tpot({_join(f'H={H}, B={B}', f'device={lay.device}', lay.degrees(), lay.format_args('tpot'), self.extra, fit)})"
+        fit = [("ignore_fit", "true")] if beyond_fit else []
+        return _call("tpot", [("H", H), ("B", B), ("device", lay.device)], lay.degree_args(),
+                     lay.format_pairs("tpot"), self.extra, fit)
 
     def prefill_chunk(self, lay: Layout, S, P) -> str:
         """One request's prefill chunk of P tokens after S: ttft(P) = call_time(B=1, S=0, P)
         for the first chunk, call_time(B=1, S, P) for the others."""
         if S == 0:
-            return f"ttft({_join(f'P={P}', f'device={lay.device}', lay.degrees(), lay.format_args('ttft'), self.extra)})"
+            return _call("ttft", [("P", P), ("device", lay.device)], lay.degree_args(), lay.format_pairs("ttft"),
+                         self.extra)
         return self.call_time(lay, 1, S, P)
 
     def call_time_template(self, lay: Layout) -> str:
@@ -146,27 +154,29 @@ class Queries:
         return self.call_time(lay, "B", "S", "P")
 
     def b_max(self, lay: Layout, H, workspace: int) -> str:
-        return f"b_max({_join(f'device={lay.device}', f'H={H}', f'workspace={workspace} B', lay.degrees(), lay.format_args('b_max'), self.extra)})"
+        return _call("b_max", [("device", lay.device), ("H", H), ("workspace", f"{workspace} B")],
+                     lay.degree_args(), lay.format_pairs("b_max"), self.extra)
 
     def weight_bytes(self, lay: Layout) -> str:
-        return f"weight_bytes({_join(lay.degrees(), lay.format_args('weight_bytes'), 'per_device=true')})"
+        return _call("weight_bytes", lay.degree_args(), lay.format_pairs("weight_bytes"), [("per_device", "true")])
 
     def state_bytes(self, lay: Layout, H, B) -> str:
-        return f"state_bytes({_join(f'H={H}, B={B}', lay.degrees(), lay.format_args('state_bytes'), 'per_device=true', self.extra)})"
+        return _call("state_bytes", [("H", H), ("B", B)], lay.degree_args(), lay.format_pairs("state_bytes"),
+                     [("per_device", "true")], self.extra)
 
     def routed_params(self) -> str:
         """Whether the spec has routed experts (dp attention and ep are searched only then:
         for a dense model dp ranks inside an instance are replicas that wait for each other)."""
-        return "params(group=routed_experts)"
+        return _call("params", [("group", "routed_experts")])
 
     def device_memory(self, lay: Layout) -> str:
-        return f"device_memory(device={lay.device})"
+        return _call("device_memory", [("device", lay.device)])
 
     def kv_link(self, lay: Layout) -> str:
         """The link a disaggregated deployment's KV crosses between a prefill and a decode
         instance (per device, every device of the instance sending its share at once): the
         per-GPU scale-out NIC, per direction."""
-        return f"device_link(device={lay.device}, link=scale_out)"
+        return _call("device_link", [("device", lay.device), ("link", "scale_out")])
 
 
 # ------------------------------------------------------------------ answering

@@ -136,7 +136,7 @@ def build(spec_path, rate, isl, osl, ttft=None, tpot=None, arrivals="poisson", c
     if int(chunk) < 1:
         _fail("--max-num-batched-tokens", chunk, "the chunk budget must be at least 1 token", "e.g. 8192")
     rules = EngineRules(int(chunk), Fraction(memory_fraction), gain)
-    queries = Queries("extrapolate=true" if extrapolate else "")
+    queries = Queries(extra=bool(extrapolate))
     return traffic, targets, rules, queries
 
 
