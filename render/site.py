@@ -829,35 +829,30 @@ def _export_base(path, spec, engine, all_variants, layouts, out: _Exported) -> d
             raise ValueError(f"{path}: option '{name}' would collide with the page state key of that name")
     errors = _unavailable_errors()
     variants = {}
+    def export_figure(table, key, fig, formats, choices, knobs=None):
+        """fig's closed form under the options `choices` and `knobs`, at each format of
+        `formats` (when it takes one), into table[slot]."""
+        for fmt in (formats if fig.formatted else [None]):
+            extra = {**choices, **({"format": fmt} if fmt is not None else {}), **(knobs or {})}
+            slot = fig.id if fmt is None else f"{fig.id}|{fmt}"
+            try:
+                table[slot] = out.function_of(_symbolic(engine, query_text(fig, None, extra)))
+            except errors as exc:
+                table[slot] = None
+                out.why(f"{key}#{slot}", exc)
+
     for choices in all_variants:
         key = variant_key(choices)
         table = {}
         for fig in FIGURES:
-            for fmt in (spec.formats if fig.formatted else [None]):
-                extra = dict(choices)
-                if fmt is not None:
-                    extra["format"] = fmt
-                slot = fig.id if fmt is None else f"{fig.id}|{fmt}"
-                try:
-                    table[slot] = out.function_of(_symbolic(engine, query_text(fig, None, extra)))
-                except errors as exc:
-                    table[slot] = None
-                    out.why(f"{key}#{slot}", exc)
+            export_figure(table, key, fig, spec.formats, dict(choices))
         variants[key] = table
     # the knob-dependent figures under the knobs (KNOB_CHOICES) at the default options: a table
     # per combination of the knobs some figure declares, holding only the figures that take them
     for fig in FIGURES:
         for knobs in knob_variants(declared(fig.query)):
             key = variant_key({**all_variants[0], **knobs})
-            table = variants.setdefault(key, {})
-            for fmt in (knob_formats(spec, knobs) if fig.formatted else [None]):
-                extra = {**all_variants[0], **({"format": fmt} if fmt is not None else {}), **knobs}
-                slot = fig.id if fmt is None else f"{fig.id}|{fmt}"
-                try:
-                    table[slot] = out.function_of(_symbolic(engine, query_text(fig, None, extra)))
-                except errors as exc:
-                    table[slot] = None
-                    out.why(f"{key}#{slot}", exc)
+            export_figure(variants.setdefault(key, {}), key, fig, knob_formats(spec, knobs), all_variants[0], knobs)
     model = engine.model({})
     results = verify_spec(spec)
     claims = json.loads(as_json(results))
