@@ -1,1 +1,2 @@
-"""Reading Hugging Face configs: config fields and their spellings, quantization configs, and the importer that writes a spec from a families table entry."""
+"""Reading Hugging Face configs: config fields and their spellings, quantization configs, and
+the importer that writes a spec from a families table entry."""

@@ -1,1 +1,2 @@
-"""The fast lanes: closed forms printed as code (Python, JavaScript, numpy), compiled queries and sweeps."""
+"""The fast lanes: closed forms printed as code (Python, JavaScript, numpy), compiled queries
+and sweeps."""

@@ -1,1 +1,2 @@
-"""The queries: their declarations, the query value, the engine, one module per family and vLLM's allocator rules for the capacity queries."""
+"""The queries: their declarations, the query value, the engine, one module per family and
+vLLM's allocator rules for the capacity queries."""
