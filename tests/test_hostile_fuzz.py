@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from specc.cli import main
@@ -35,6 +35,7 @@ def _folder(tmp: Path) -> Path:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=HOSTILE)
+@example(name="../")        # beside the folder: found on a fresh clone
 def test_random_spec_names_stay_inside_the_report_folder(tmp_path_factory, name):
     tmp = tmp_path_factory.mktemp("names")
     folder = _folder(tmp)
