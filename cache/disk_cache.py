@@ -160,9 +160,10 @@ def cache_dir(name: str) -> Path | None:
 
 
 # ------------------------------------------------------------------ reading safely
-def _read_private(path: Path, limit: int, warn: bool = True) -> bytes | None:
-    """The bytes of a regular file this user owns and others cannot write, or None.
-    Opened without following a link and without blocking (a FIFO never hangs)."""
+def _read_regular(path: Path, refuse):
+    """(bytes, size when opened) of a regular file, opened without following a link and without
+    blocking (a FIFO never hangs); the reason when refuse(stat) names one (a file that is not
+    regular is always refused); None when it cannot be opened or read."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
@@ -170,13 +171,9 @@ def _read_private(path: Path, limit: int, warn: bool = True) -> bytes | None:
         return None
     try:
         st = os.fstat(fd)
-        why = "it is not a regular file" if not stat.S_ISREG(st.st_mode) else _owned_private(st)
-        if why is None and st.st_size > limit:
-            why = f"it is larger than {limit:,} bytes"
+        why = "it is not a regular file" if not stat.S_ISREG(st.st_mode) else refuse(st)
         if why is not None:
-            if warn:
-                _warn(str(path), why)
-            return None
+            return why
         chunks = []
         remaining = st.st_size + 1           # one more byte shows a file that grew
         while remaining > 0:
@@ -185,39 +182,36 @@ def _read_private(path: Path, limit: int, warn: bool = True) -> bytes | None:
                 break
             chunks.append(chunk)
             remaining -= len(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), st.st_size
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _read_private(path: Path, limit: int, warn: bool = True) -> bytes | None:
+    """The bytes of a regular file this user owns and others cannot write, or None."""
+    def refuse(st):
+        why = _owned_private(st)
+        return f"it is larger than {limit:,} bytes" if why is None and st.st_size > limit else why
+
+    found = _read_regular(path, refuse)
+    if isinstance(found, str):
+        if warn:
+            _warn(str(path), found)
+        return None
+    return None if found is None else found[0]
 
 
 def read_package_file(path: Path, limit: int = MAX_ENTRY_BYTES) -> bytes | None:
     """The bytes of a regular file installed with specc's package (a shipped compiled form),
     or None. Trusted as the package's code is, so no owner or signature is asked for; but
     opened as cache entries are: without following a link, without blocking, size-limited."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
+    found = _read_regular(path, lambda st: "too large" if st.st_size > limit else None)
+    if found is None or isinstance(found, str):
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        chunks, remaining = [], st.st_size + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        return data if len(data) == st.st_size else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    data, size = found
+    return data if len(data) == size else None
 
 
 def _key(top: Path) -> bytes | None:
