@@ -587,3 +587,23 @@ def test_expert_all_to_all_over_two_nodes_by_rank(write_spec):
     row = D * 2
     phase = 11 + up * row / 10 + out * row / 1           # latency, NVLink share, NIC share
     assert comm == 2 * 2 * phase                          # two MoE layers, dispatch and combine
+
+
+@pytest.mark.parametrize("order", [(None, 2, 4, 8), (8, 4, 2, None)])
+def test_one_engine_answers_each_node_size_as_a_fresh_one(write_spec, order):
+    """call_collectives keeps a call's tp and ep collectives across pp and node sizes (a site
+    export asks the same call at each): the all-to-all's off-node share and the stage sends
+    are still the node size's own, in whatever order the sizes are asked."""
+    from specc.compiler.deploy.sharding import Deployment
+    from specc.compiler.schema.symbols import B, P, S
+
+    shared = engine_of(write_spec, TOY_MOE)
+    scenario = {B: sp.Integer(5), S: sp.Integer(3), P: sp.Integer(1)}
+    for gpn in order:
+        for pp in (1, 2):
+            dep = Deployment(2, pp, 4, 2, per_device=True)
+            got = shared.call_collectives(shared.model({}), dep, scenario, sp.Integer(2), None, gpn)
+            fresh = engine_of(write_spec, TOY_MOE)
+            want = fresh.call_collectives(fresh.model({}), dep, scenario, sp.Integer(2), None, gpn)
+            assert got == want, (gpn, pp)
+            assert any(c.component == "ep" for c in got)

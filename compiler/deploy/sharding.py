@@ -163,6 +163,7 @@ class StageMap:
 
     def __init__(self, layers: LayerIndices, bounds: list, pp: int, segments: dict):
         self.layers, self.pp, self.segments = layers, pp, segments
+        self._counts: dict = {}      # ranges -> counts(): bounded by the model's distinct layer sets
         # stage s holds the sorted layers of index bounds[s] .. bounds[s+1]-1: as values lo..hi
         self.values = []
         for s in range(pp):
@@ -186,8 +187,12 @@ class StageMap:
     def counts(self, layers) -> list:
         """How many of `layers` (with repeats, as listed) sit on each stage."""
         rs = ranges_of(layers)
-        return [0 if span is None else sum(count_between(r, span[0], span[1]) for r in rs)
-                for span in self.values]
+        found = self._counts.get(rs)
+        if found is None:
+            # the ops of a layer share its layer set: counted once per set
+            found = self._counts[rs] = [0 if span is None else sum(count_between(r, span[0], span[1]) for r in rs)
+                                        for span in self.values]
+        return list(found)
 
     def layers_on(self, layers, stage: int) -> LayerIndices:
         span = self.values[stage]

@@ -17,7 +17,7 @@ from ...dsl.units import BYTES, NONE, TOKENS
 from . import allocator
 from .query_base import Quantity
 from ..deploy.sharding import Deployment, store_fraction, weight_fraction
-from ..schema.symbols import H
+from ..schema.symbols import H, substitute
 
 _H_LIMIT = 2 ** 48      # search bound for h_max (tokens); far beyond any context
 
@@ -39,7 +39,7 @@ def requests_that_fit(free, per_request, dp, evaluate: bool = True):
 def stage_shortfalls(free, per_request, on_device, context) -> list:
     """check_fit's rule, per pipeline stage: the bytes its `on_device` requests at `context`
     tokens need beyond its free memory (the deployment fits when none is positive)."""
-    return [on_device * s.xreplace({H: context}) - f for f, s in zip(free, per_request)]
+    return [on_device * substitute(s, {H: context}) - f for f, s in zip(free, per_request)]
 
 
 class CapacityQueries:
@@ -121,7 +121,7 @@ class CapacityQueries:
         length = args.scenario("H")
         ext = args.check_context(model, length)
         # a budget whose per-request state is zero at this H bounds nothing (f/0 is no count)
-        value = requests_that_fit(free, [s.xreplace({H: length}) for s in per_request], dep.dp)
+        value = requests_that_fit(free, [substitute(s, {H: length}) for s in per_request], dep.dp)
         if value is None:
             raise SpecError(f"at H={length} a request holds no state on any device, so any batch fits",
                             args.loc, expected="H=1 or more (a context whose state takes memory)")
@@ -137,7 +137,7 @@ class CapacityQueries:
         on_device = dep.requests_per_device(batch)
 
         def fits(length) -> bool:
-            return all(on_device * s.xreplace({H: sp.Integer(length)}) <= f for f, s in zip(free, per_request))
+            return all(on_device * substitute(s, {H: sp.Integer(length)}) <= f for f, s in zip(free, per_request))
 
         if not fits(0):
             return Quantity(sp.Integer(0), TOKENS)
@@ -169,7 +169,7 @@ def _shortfall(value, free, per_request, length) -> str:
     if value != 0:
         return ""
     for stage, (f, s) in enumerate(zip(free, per_request)):
-        one = s.xreplace({H: length})
+        one = substitute(s, {H: length})
         if not (f.is_number and one.is_number) or one == 0 or f >= one:
             continue
         where = f" on pipeline stage {stage + 1}" if len(free) > 1 else ""

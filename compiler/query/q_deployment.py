@@ -26,6 +26,9 @@ send nothing."""
 
 from __future__ import annotations
 
+import dataclasses
+from functools import lru_cache
+
 import sympy as sp
 
 from ...dsl.errors import SpecError, did_you_mean
@@ -35,6 +38,8 @@ from .query_base import Quantity
 from ..deploy.sharding import Deployment, stage_counts, stages, tp_fraction
 from ..schema.symbols import B, P, S, substitute
 
+# entries of QueryEngine.collectives_memo before it is emptied
+_COLLECTIVES_MEMO = 512
 # how a partial sum flows through an op (see the module doc)
 _LINEAR_KINDS = ("view", "split", "select", "combine")
 _SUM_FUNCS = ("add", "mix")
@@ -108,11 +113,22 @@ class DeploymentQueries:
         def at(expr, b=group_b):
             return substitute(expr, {**scenario, B: b})
 
-        out = []
-        if dep.tp > 1:
-            out += self._partial_sum_collectives(model, dep, at, act_bytes, loc)
-        if dep.dp > 1:
-            out += self._expert_all_to_all(model, dep, at, batch, act_bytes, loc, gpus_per_node)
+        # the tp and ep collectives depend on neither pp nor the node size: a site export asks
+        # for the same call at every pp and node size, so they are kept (a bounded memo)
+        key = (id(model), dep.tp, dep.ep, dep.dp, tuple(scenario.get(k) for k in (B, S, P)), act_bytes)
+        found = self.collectives_memo.get(key)
+        if found is None:
+            found = []
+            if dep.tp > 1:
+                found += self._partial_sum_collectives(model, dep, at, act_bytes, loc)
+            if dep.dp > 1:
+                found += self._expert_all_to_all(model, dep, at, batch, act_bytes)
+            if len(self.collectives_memo) >= _COLLECTIVES_MEMO:
+                self.collectives_memo.clear()
+            self.collectives_memo[key] = found
+        off = self._off_node_share(dep, gpus_per_node, loc) if dep.dp > 1 else None
+        out = [dataclasses.replace(c, off_node=off) if c.component == "ep" else dataclasses.replace(c)
+               for c in found]
         if dep.pp > 1:
             out += self._stage_sends(model, dep, at, act_bytes, loc, gpus_per_node)
         return out
@@ -160,26 +176,31 @@ class DeploymentQueries:
                     reduce(t, op)
         return out
 
-    def _expert_all_to_all(self, model, dep, at, batch, act_bytes, loc, gpus_per_node) -> list:
-        """Dispatch and combine of every route op when the dp groups hold different rows."""
+    def _expert_all_to_all(self, model, dep, at, batch, act_bytes) -> list:
+        """Dispatch and combine of every route op when the dp groups hold different rows (the
+        share that leaves the node is call_collectives' to set: _off_node_share)."""
         n = dep.stage_devices
         lo_b, hi_b = sp.floor(sp.sympify(batch) / dep.dp), dep.requests_per_device(batch)   # least, most loaded group
-        # the share of a device's peers outside its own tp group that sit on other nodes
-        a = per_node(n, gpus_per_node, loc) if gpus_per_node else n
-        off = sp.Rational(n - a, n - dep.tp) if a >= dep.tp else sp.Integer(1)
         out = []
         for op in model.ops:
             if op.kind != "route":
                 continue
             x = op.inputs[0][1]
-            k = sp.simplify(op.outputs[0][1].rows / x.rows)
+            k = _simplified(op.outputs[0][1].rows / x.rows)
             c = sp.Min(k, dep.ep) / dep.ep
             sent = (dep.dp - 1) * c * at(x.rows, hi_b)
             received = c * (at(x.rows, batch) - at(x.rows, lo_b))
-            phase = (sent if sent == received else sp.Max(sent, received)) * x.width * act_bytes
+            phase = _larger(sent, received) * x.width * act_bytes
             for _ in ("dispatch", "combine"):
-                out.append(Collective("ep", "all_to_all", n, phase, op.layers, op.segment, op.mult, off))
+                out.append(Collective("ep", "all_to_all", n, phase, op.layers, op.segment, op.mult))
         return out
+
+    @staticmethod
+    def _off_node_share(dep, gpus_per_node, loc):
+        """The share of a device's all-to-all peers outside its own tp group that sit on other nodes."""
+        n = dep.stage_devices
+        a = per_node(n, gpus_per_node, loc) if gpus_per_node else n
+        return sp.Rational(n - a, n - dep.tp) if a >= dep.tp else sp.Integer(1)
 
     def _stage_sends(self, model, dep, at, act_bytes, loc, gpus_per_node) -> list:
         """One send per stage boundary: the stream tensor entering the first op of the stage's
@@ -235,3 +256,17 @@ class DeploymentQueries:
                             expected=did_you_mean(component, _COMM_COMPONENTS))
         total = self._comm_total(model, dep, {B: batch, S: cached, P: new}, self._act_bytes(args), component, args.loc)
         return Quantity(sp.nsimplify(total) if not total.is_Rational else total, BYTES, ext)
+
+
+@lru_cache(maxsize=4096)
+def _larger(sent, received):
+    """max(sent, received) as sympy writes it. The same pair recurs at every tp, pp and node
+    size of a site export (it depends on dp, ep and the call only), and building a Max of
+    two symbolic terms makes sympy try to order them, milliseconds each time."""
+    return sent if sent == received else sp.Max(sent, received)
+
+
+@lru_cache(maxsize=1024)
+def _simplified(expr):
+    """sympy's simplify of a route op's rows out per row in (its k), once per expression."""
+    return sp.simplify(expr)

@@ -109,6 +109,16 @@ def _fraction(args, key):
     return value
 
 
+def _rational(value):
+    """value with every float written as a rational (sympy's nsimplify). An expression in the
+    scenario symbols without floats is that already: asking nsimplify costs it a failed integer
+    test whose message prints the whole expression."""
+    value = sp.sympify(value)
+    if value.is_Rational or (value.free_symbols and not value.has(sp.Float)):
+        return value
+    return sp.nsimplify(value)
+
+
 class TimeQueries:
     """q_<name>(self, model, args) -> Quantity methods of QueryEngine."""
 
@@ -167,7 +177,7 @@ class TimeQueries:
                           [(t, placement[op.id]) for _, t in op.outputs]
                 traffic += op.mult * sp.Add(*[at(t.rows, where) * t.width * share for t, (where, share) in tensors]) \
                     * act_bytes
-            traffic = sp.nsimplify(traffic) if not sp.sympify(traffic).is_Rational else sp.sympify(traffic)
+            traffic = _rational(traffic)
             if flops == 0 and traffic == 0:
                 continue
             rows.append(RooflineRow(op.name, op.kind, flops, traffic, flops / peak, traffic / bandwidth))

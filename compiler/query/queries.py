@@ -66,6 +66,7 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         self.spec = spec
         self._models: dict = {}
         self.sums: dict = {}
+        self.collectives_memo: dict = {}     # q_deployment.call_collectives
         self.siblings: dict = {}
 
     @classmethod

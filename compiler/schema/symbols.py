@@ -41,7 +41,7 @@ def substitute(expr, mapping: dict):
     if not isinstance(expr, sp.Basic):
         return expr.xreplace(changed)
     global _SUBSTITUTED_NODES
-    key = tuple(sorted(changed.items(), key=lambda item: str(item[0])))
+    key = tuple(sorted(changed.items(), key=_name_of))
     memo = _SUBSTITUTED.get(key)
     if memo is None:
         if _SUBSTITUTED_NODES > _SUBSTITUTED_LIMIT:
@@ -52,6 +52,11 @@ def substitute(expr, mapping: dict):
     result = _xreplace(expr, changed, memo)[0]
     _SUBSTITUTED_NODES += len(memo) - before
     return result
+
+
+def _name_of(item) -> str:
+    # a symbol's name without sympy's printer (this runs for every substitution)
+    return item[0].name if isinstance(item[0], sp.Symbol) else str(item[0])
 
 
 # (symbol, replacement) pairs -> {node: (node replaced, whether it changed)}
