@@ -731,65 +731,81 @@ def _cached_parts(path: str, key: str | None) -> list:
 def export_part_cached(job) -> tuple:
     """export_part(task) as plain data (what join_parts reads: a worker hands back no sympy
     expression, which unpickling would rebuild, proofs and all, one part at a time in the
-    parent), stored under the entry name `name` (None: not cached); (plain, seconds)."""
+    parent), stored under the entry name `name` (None: not cached); (plain, seconds, the
+    files it read or None). with_deps: return the files it read even when not stored."""
     import time
 
     from . import site_cache
 
-    task, name = job
+    task, name, with_deps = job
     start = time.perf_counter()
     data = export_part(task)
     plain = {"data": {k: v for k, v in data.items() if k != "_out"}, "out": data["_out"].plain()}
+    deps = site_cache.dependencies(task[0]) if name is not None or with_deps else None
     if name is not None:
-        site_cache.store(name, "part", site_cache.dependencies(task[0]), plain)
-    return plain, time.perf_counter() - start
+        site_cache.store(name, "part", deps, plain)
+    return plain, time.perf_counter() - start, deps if with_deps else None
 
 
 def _from_plain(plain: dict) -> dict:
     return {**plain["data"], "_out": _Exported.from_plain(plain["out"])}
 
 
-def export_parts(spec_paths: list[str], jobs: int = 2, progress=None) -> list:
+def export_parts(spec_paths: list[str], jobs: int = 2, progress=None, cached: bool = True,
+                 record: dict | None = None) -> list:
     """[(task, data)] for every part of every spec, the longest first (the order join_parts
-    numbers functions in): parts cached by content (render/site_cache.py) are read, the others
-    exported on `jobs` worker processes and stored. progress(event, **facts) hears "spec" (done,
-    total, path) as each spec's parts are known, "planned" (specs, parts, cached, to_export,
-    jobs), then "part" (done, total, path, part, seconds) as each exported part finishes."""
+    numbers functions in): parts cached by content (render/site_cache.py) or shipped with the
+    package (render/shipped_site.py) are read, the others exported on `jobs` worker processes
+    and stored. cached=False reads and stores nothing; `record` then receives {task: (plain
+    data, files read, cost)} of each part (what render/shipped_site.py ships). progress(event,
+    **facts) hears "spec" (done, total, path) as each spec's parts are known, "planned"
+    (specs, parts, cached, shipped, to_export, jobs), then "part" (done, total, path, part,
+    seconds) as each exported part finishes."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    from . import site_cache
+    from . import shipped_site, site_cache
 
     report = progress or (lambda event, **facts: None)
-    keys, costed = {}, []
-    for count, path in enumerate(spec_paths, 1):
-        keys[path] = site_cache.spec_key(path, public_path(path))
-        costed += _cached_parts(path, keys[path])
-        report("spec", done=count, total=len(spec_paths), path=path)
-    tasks = [task for _, task in sorted(((-cost, task) for task, cost in costed), key=lambda t: t[0])]
     sizes = {path: node_sizes(device_files(path)) for path in spec_paths}
+    keys, costed, shipped = {}, [], {}
+    for count, path in enumerate(spec_paths, 1):
+        keys[path] = site_cache.spec_key(path, public_path(path)) if cached else None
+        found = shipped_site.load(path, public_path(path), sizes[path]) if cached else None
+        if found is not None:
+            shipped[path] = {part: plain for part, (plain, _) in found.items()}
+            costed += [((path, part), cost) for part, (_, cost) in found.items()]
+        else:
+            costed += _cached_parts(path, keys[path])
+        report("spec", done=count, total=len(spec_paths), path=path)
+    costs = dict(costed)
+    tasks = [task for _, task in sorted(((-cost, task) for task, cost in costed), key=lambda t: t[0])]
     names, done = [], []
     for path, part in tasks:
         name = None if keys[path] is None else site_cache.name(keys[path], "part", part, sizes[path])
-        found = None if name is None else site_cache.load(name, "part")
+        found = shipped[path][part] if path in shipped else None if name is None else site_cache.load(name, "part")
         names.append(name)
         done.append(None if found is None else _from_plain(found))
     todo = [i for i, data in enumerate(done) if data is None]
     workers = max(1, min(jobs, len(todo)))
-    report("planned", specs=len(spec_paths), parts=len(tasks), cached=len(tasks) - len(todo),
-           to_export=len(todo), jobs=workers)
+    from_package = sum(1 for path, _ in tasks if path in shipped)
+    report("planned", specs=len(spec_paths), parts=len(tasks), cached=len(tasks) - len(todo) - from_package,
+           shipped=from_package, to_export=len(todo), jobs=workers)
 
-    def finished(count, i, plain, seconds):
+    def finished(count, i, plain, seconds, deps):
         done[i] = _from_plain(plain)
+        if record is not None:
+            record[tasks[i]] = (plain, deps, costs[tasks[i]])
         report("part", done=count, total=len(todo), path=tasks[i][0], part=tasks[i][1], seconds=seconds)
 
+    jobs_of = {i: (tasks[i], names[i], record is not None) for i in todo}
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
-            futures = {pool.submit(export_part_cached, (tasks[i], names[i])): i for i in todo}
+            futures = {pool.submit(export_part_cached, jobs_of[i]): i for i in todo}
             for count, future in enumerate(as_completed(futures), 1):
                 finished(count, futures[future], *future.result())
     else:
         for count, i in enumerate(todo, 1):
-            finished(count, i, *export_part_cached((tasks[i], names[i])))
+            finished(count, i, *export_part_cached(jobs_of[i]))
     return list(zip(tasks, done))
 
 

@@ -33,7 +33,7 @@ FORMAT = "specc-site-part 1"
 _CODE: list = []
 
 
-def _code_hash() -> str:
+def code_hash() -> str:
     """The export's own code: the engine fingerprint covers compiler/, dsl/, verify/ and cache/, not render/."""
     if not _CODE:
         digest = hashlib.sha256(FORMAT.encode())
@@ -65,7 +65,7 @@ def spec_key(path: str, public: str) -> str | None:
         content = Path(path).read_bytes()
     except OSError:
         return None
-    return name(engine_fingerprint(), _code_hash(), roots_signature(), str(path), str(Path(path).resolve()),
+    return name(engine_fingerprint(), code_hash(), roots_signature(), str(path), str(Path(path).resolve()),
                 public, hashlib.sha256(content).hexdigest())
 
 

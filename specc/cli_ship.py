@@ -23,7 +23,10 @@ def ship_compiled(check, out_dir):
     no absolute path. They ship with the package, so the first `specc verify
     specs/*.yaml` after an install reads them instead of compiling; they answer
     only while the engine and every file they depend on are byte for byte as
-    they were here. Run it after changing compiler/, dsl/, verify/ or specs/,
+    they were here. Then every shipped spec's explorer data is exported afresh
+    into specs/compiled/site/ (render/shipped_site.py), which a first
+    `specc site` reads under the same rules. Run it after changing compiler/,
+    dsl/, verify/, cache/, render/site.py, render/site_cache.py or specs/,
     and commit the result (a test fails while they are stale).
 
     \b
@@ -36,13 +39,74 @@ def ship_compiled(check, out_dir):
     fresh = shipped_forms.build()
     if check:
         changed, obsolete = shipped_forms.differences(fresh, where)
-        if changed or obsolete:
+        stale_sites = [] if out_dir else _stale_site_exports()
+        if changed or obsolete or stale_sites:
             click.echo(f"stale compiled forms in {out_dir or 'specs/compiled'}: changed or missing "
-                       f"{', '.join(changed) or 'none'}; obsolete {', '.join(obsolete) or 'none'} "
+                       f"{', '.join(changed) or 'none'}; obsolete {', '.join(obsolete) or 'none'}; "
+                       f"site exports stale or missing {', '.join(stale_sites) or 'none'} "
                        "(regenerate with `specc ship-compiled` and commit)", err=True)
             sys.exit(1)
-        click.echo(f"{len(fresh)} compiled forms are current")
+        click.echo(f"{len(fresh)} compiled forms and their site exports are current")
         return
     changed, obsolete = shipped_forms.write(fresh, where)
     size = sum(len(data) for data in fresh.values())
     click.echo(f"{len(fresh)} compiled forms ({size:,} bytes): {len(changed)} written, {len(obsolete)} removed")
+    _ship_site_exports(where / "site")
+
+
+def _shipped_spec_names() -> list[str]:
+    """The shipped specs as `specc site` names them by default (specs/NAME.yaml, run beside specs/)."""
+    from .dsl.search_path import SHIPPED
+
+    return [f"{SHIPPED.name}/{p.name}" for p in sorted(SHIPPED.glob("*.yaml"))]
+
+
+def _stale_site_exports() -> list[str]:
+    import os
+
+    from .dsl.search_path import SHIPPED, device_files
+    from .render import shipped_site
+    from .render.site import node_sizes
+
+    here = os.getcwd()
+    os.chdir(SHIPPED.parent)          # the names the page prints are relative to the folder specc ran in
+    try:
+        return [Path(name).stem for name in _shipped_spec_names()
+                if shipped_site.load(name, name, node_sizes(device_files(name))) is None]
+    finally:
+        os.chdir(here)
+
+
+def _ship_site_exports(where: Path) -> None:
+    """Export every shipped spec's explorer data afresh and write specs/compiled/site/ (see
+    render/shipped_site.py): the first `specc site` after an install then reads it."""
+    import os
+    import time
+
+    from .compiler.lanes import compiled
+    from .dsl.search_path import SHIPPED, device_files
+    from .render import shipped_site
+    from .render.site import export_parts, node_sizes
+    from .verify import shipped_forms
+
+    start = time.perf_counter()
+
+    def progress(event, **facts):
+        if event == "part" and (facts["done"] % 25 == 0 or facts["done"] == facts["total"]):
+            click.echo(f"site exports: {facts['done']}/{facts['total']} parts ({time.perf_counter() - start:.0f} s)",
+                       err=True)
+
+    names = _shipped_spec_names()
+    record: dict = {}
+    here = os.getcwd()
+    os.chdir(SHIPPED.parent)
+    before, compiled.building_shipped = compiled.building_shipped, True   # read no cache and no shipped file
+    try:
+        export_parts(names, progress=progress, cached=False, record=record)
+        fresh = shipped_site.files(names, record, {name: node_sizes(device_files(name)) for name in names})
+    finally:
+        compiled.building_shipped = before
+        os.chdir(here)
+    changed, obsolete = shipped_forms.write(fresh, where, "*.xz", shipped_site.MAGIC)
+    size = sum(len(data) for data in fresh.values())
+    click.echo(f"{len(fresh)} site exports ({size:,} bytes): {len(changed)} written, {len(obsolete)} removed")

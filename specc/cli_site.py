@@ -28,12 +28,14 @@ def site(out_dir, spec_glob, docs_dir, jobs, with_plan):
     Every figure of the explorer is computed in the browser from the spec's
     closed forms printed to JavaScript (exact BigInt/rational arithmetic), and
     carries the specc query that reproduces it. Nothing is fetched at view
-    time: open DIR/explorer.html from disk or serve the folder. Exporting
-    every shipped spec's closed forms (each layout, option, and the capacity,
-    fit and time formulas of every layout) takes minutes on two cores the
-    first time; each part is cached by content (in the per-user cache, see
-    SPECC_CACHE_DIR), so a rebuild exports only the parts of specs, libraries
-    or devices that changed. Progress goes to standard error.
+    time: open DIR/explorer.html from disk or serve the folder. The shipped
+    specs' exports ship with specc (specs/compiled/site/), so run beside specs/
+    the first build reads them; exporting other specs' closed forms (each
+    layout, option, and the capacity, fit and time formulas of every layout)
+    takes seconds per spec on two cores. Each part is cached by content (in
+    the per-user cache, see SPECC_CACHE_DIR), so a rebuild exports only the
+    parts of specs, libraries or devices that changed. Progress goes to
+    standard error.
 
     \b
     specc site -o site/
@@ -62,6 +64,7 @@ def site(out_dir, spec_glob, docs_dir, jobs, with_plan):
                 rewrite=True)
         elif event == "planned":
             say(f"{facts['specs']} specs, {facts['parts']} export parts: {facts['cached']} cached, "
+                + (f"{facts['shipped']} shipped with specc, " if facts.get("shipped") else "") +
                 f"{facts['to_export']} to export" + (f" on {facts['jobs']} worker process"
                                                      + ("es" if facts["jobs"] > 1 else "") + ", the longest first"
                                                      if facts["to_export"] else "") + f" ({elapsed})")

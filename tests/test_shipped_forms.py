@@ -145,15 +145,23 @@ def test_a_tampered_form_whose_hash_does_not_match_is_ignored(copy):
     assert _fast(spec) == truth
 
 
-@pytest.mark.parametrize("change", ["the spec", "an imported block", "a device", "a claims file"])
+CHANGES = ["the spec", "an imported block", "a device", "a claims file"]
+
+
+def edit_a_file_of_qwen3_8b(folder: Path, change: str) -> None:
+    """Append a comment to one file qwen3_8b's answers read (one of CHANGES) in a copy of specs/."""
+    target = {"the spec": folder / "qwen3_8b.yaml", "an imported block": folder / "lib" / "core.yaml",
+              "a device": folder / "hardware" / "h100_sxm.yaml",
+              "a claims file": next((folder / "claims").glob("*qwen3_8b*.yaml"))}[change]
+    target.write_bytes(target.read_bytes() + b"\n# edited\n")
+
+
+@pytest.mark.parametrize("change", CHANGES)
 def test_a_form_whose_files_changed_is_ignored(copy, change):
     """The bytes parsed are what the form's manifest hashes: any dependency edited, no form."""
     spec = copy / "qwen3_8b.yaml"
-    target = {"the spec": spec, "an imported block": copy / "lib" / "core.yaml",
-              "a device": copy / "hardware" / "h100_sxm.yaml",
-              "a claims file": next((copy / "claims").glob("*qwen3_8b*.yaml"))}[change]
     assert compiled.shipped(spec) is not None
-    target.write_bytes(target.read_bytes() + b"\n# edited\n")
+    edit_a_file_of_qwen3_8b(copy, change)
     assert compiled.shipped(spec) is None
 
 

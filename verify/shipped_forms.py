@@ -88,28 +88,30 @@ def _compile_examples(spec: Path, examples) -> None:
         compile_queries.flush()
 
 
-def _ours(path: Path) -> bool:
+def _ours(path: Path, magic: bytes | None = None) -> bool:
     from ..compiler.lanes.compiled import SHIPPED_MAGIC
 
+    magic = magic or SHIPPED_MAGIC
     try:
         with open(path, "rb") as fh:
-            return fh.read(len(SHIPPED_MAGIC)) == SHIPPED_MAGIC
+            return fh.read(len(magic)) == magic
     except OSError:
         return False
 
 
-def differences(fresh: dict, where: Path) -> tuple[list, list]:
-    """(changed or missing, obsolete) file names of `where` against a fresh build."""
+def differences(fresh: dict, where: Path, pattern: str = "*.json", magic: bytes | None = None) -> tuple[list, list]:
+    """(changed or missing, obsolete) file names of `where` against a fresh build (obsolete:
+    files matching `pattern` that start with `magic`, the compiled forms' by default)."""
     changed = sorted(name for name, data in fresh.items()
                      if not (where / name).is_file() or (where / name).read_bytes() != data)
-    obsolete = sorted(p.name for p in where.glob("*.json") if p.name not in fresh and _ours(p))
+    obsolete = sorted(p.name for p in where.glob(pattern) if p.name not in fresh and _ours(p, magic))
     return changed, obsolete
 
 
-def write(fresh: dict, where: Path) -> tuple[list, list]:
-    """Write the changed forms and remove obsolete ones (only files this module wrote:
-    they start with the shipped forms' magic line). Returns what differed."""
-    changed, obsolete = differences(fresh, where)
+def write(fresh: dict, where: Path, pattern: str = "*.json", magic: bytes | None = None) -> tuple[list, list]:
+    """Write the changed files and remove obsolete ones (only files this module wrote:
+    they start with the magic line). Returns what differed."""
+    changed, obsolete = differences(fresh, where, pattern, magic)
     where.mkdir(parents=True, exist_ok=True)
     for name in changed:
         (where / name).write_bytes(fresh[name])
