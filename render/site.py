@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from functools import lru_cache
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -170,10 +171,7 @@ def merged_rows(rows) -> list[tuple]:
     is merged: a sum of maxima is not the maximum of sums."""
     import sympy as sp
 
-    def content(expr):
-        c, prim = sp.sympify(expr).as_content_primitive()
-        return (-c, -prim) if c < 0 else (c, prim)
-
+    content = _content_primitive
     groups: dict = {}
     for _, flops, nbytes in rows:
         flops, nbytes = sp.sympify(flops), sp.sympify(nbytes)
@@ -188,6 +186,14 @@ def merged_rows(rows) -> list[tuple]:
             continue
         groups[key] = groups.get(key, 0) + w
     return [(pf, w, pb, w * r) for (pf, pb, r), w in groups.items()]
+
+
+@lru_cache(maxsize=16384)
+def _content_primitive(expr) -> tuple:
+    """(c, p) with expr = c·p, c > 0 rational, p primitive (merged_rows' split; the same FLOPs
+    recur at every format and knob of a layout)."""
+    c, prim = expr.as_content_primitive()
+    return (-c, -prim) if c < 0 else (c, prim)
 
 
 def deployment_args(point: dict) -> dict:
@@ -375,10 +381,11 @@ def comm_forms(engine, model, point: dict, gpus_per_node: int | None) -> dict:
         colls = per_part[0]
         for other in per_part[1:]:
             colls = [dataclasses.replace(c, size=c.size + o.size) for c, o in zip(colls, other)]
-        up = sp.Add(*[c.mult * traffic(c, gpus_per_node, None)[0] for c in colls])
-        across = sp.Add(*[c.mult * traffic(c, gpus_per_node, None)[1] for c in colls])
-        out[name] = (sp.Add(*[c.mult * seconds(c, links, None) for c in colls]),
-                     [link for link, amount in (("up", up), ("out", across)) if amount != 0])
+        moved = [traffic(c, gpus_per_node, None) for c in colls]
+        # which links the step uses: bytes are never negative, so a sum is zero only when each term is
+        up, across = any(t[0] != 0 for t in moved), any(t[1] != 0 for t in moved)
+        out[name] = (sp.Add(*[c.mult * seconds(c, links, None, t) for c, t in zip(colls, moved)]),
+                     [link for link, used in (("up", up), ("out", across)) if used])
     return out
 
 

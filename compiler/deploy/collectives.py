@@ -95,9 +95,10 @@ def bytes_moved(c: Collective, gpus_per_node: int | None, loc):
     return up + out
 
 
-def seconds(c: Collective, links: Links, loc):
-    """Latency terms plus bytes over the per-direction rate of the link they cross."""
-    up, out, lats = traffic(c, links.gpus_per_node, loc)
+def seconds(c: Collective, links: Links, loc, moved: tuple | None = None):
+    """Latency terms plus bytes over the per-direction rate of the link they cross (moved: the
+    collective's traffic on these links' nodes, when the caller has it)."""
+    up, out, lats = moved or traffic(c, links.gpus_per_node, loc)
     total = sp.Integer(0)
     for link, kind in lats:
         table = links.scale_out_latency if link == "out" and links.scale_out_latency else links.latency

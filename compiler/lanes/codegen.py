@@ -294,7 +294,7 @@ class _Printer:
             if ceil:
                 scaled = [(-c, rest) for c, rest in scaled]
             numer = self.t.add([self._scaled(c, rest) for c, rest in scaled])
-            if d == 1 and x.is_integer:
+            if d == 1 and (_integer_by_construction(x) or x.is_integer):
                 code = numer
             else:
                 code = self.t.floordiv(numer, d) if d != 1 else self.t.floor(numer)
@@ -310,6 +310,21 @@ class _Printer:
         last = cases[-1][1]
         otherwise = self.t.call("undefined", []) if last is None else self(last)
         return self.t.select(body, otherwise) if body else otherwise
+
+
+def _integer_by_construction(e) -> bool:
+    """True when e is an integer because of how it is built (integers and integer symbols under
+    +, ×, non-negative integer powers, floor, ceiling, min and max); False when that does not
+    show it (then sympy's assumptions are asked, which costs milliseconds on a large sum)."""
+    if isinstance(e, sp.Integer) or isinstance(e, (sp.floor, sp.ceiling)):
+        return True
+    if isinstance(e, sp.Symbol):
+        return bool(e.is_integer)
+    if isinstance(e, (sp.Add, sp.Mul, sp.Min, sp.Max)):
+        return all(_integer_by_construction(a) for a in e.args)
+    if isinstance(e, sp.Pow):
+        return e.exp.is_Integer and e.exp >= 0 and _integer_by_construction(e.base)
+    return False
 
 
 def emit(expr, args: list[str], target: str = "python", name: str = "f", shared: bool | None = None) -> str:

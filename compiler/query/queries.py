@@ -143,8 +143,14 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         return schemes.choose(self, args)
 
     def _stored_bytes(self, model: Model, fmt, op, weight) -> sp.Expr:
-        """Bytes of one weight of an op in the format (a weight scheme counts codes, scales, zeros)."""
-        return schemes.weight_bytes(self, model, fmt, op, weight)
+        """Bytes of one weight of an op in the format (a weight scheme counts codes, scales, zeros),
+        once per model, format, scheme and weight: every layout of a site export asks again."""
+        scheme = getattr(fmt, "weights", None)
+        key = ("stored", id(model), str(fmt), scheme, op.id, id(weight))
+        found = self.sums.get(key)
+        if found is None:
+            found = self.sums[key] = schemes.weight_bytes(self, model, fmt, op, weight)
+        return found
 
     def bytes_per_param(self, model: Model, fmt: str, group: str) -> sp.Expr:
         weights = self.spec.formats[fmt].weights
