@@ -38,8 +38,6 @@ from .query_base import Quantity
 from ..deploy.sharding import Deployment, stage_counts, stages, tp_fraction
 from ..schema.symbols import B, P, S, substitute
 
-# entries of QueryEngine.collectives_memo before it is emptied
-_COLLECTIVES_MEMO = 512
 # how a partial sum flows through an op (see the module doc)
 _LINEAR_KINDS = ("view", "split", "select", "combine")
 _SUM_FUNCS = ("add", "mix")
@@ -113,19 +111,18 @@ class DeploymentQueries:
         def at(expr, b=group_b):
             return substitute(expr, {**scenario, B: b})
 
-        # the tp and ep collectives depend on neither pp nor the node size: a site export asks
-        # for the same call at every pp and node size, so they are kept (a bounded memo)
-        key = (id(model), dep.tp, dep.ep, dep.dp, tuple(scenario.get(k) for k in (B, S, P)), act_bytes)
-        found = self.collectives_memo.get(key)
-        if found is None:
+        def tp_and_ep():
             found = []
             if dep.tp > 1:
                 found += self._partial_sum_collectives(model, dep, at, act_bytes, loc)
             if dep.dp > 1:
                 found += self._expert_all_to_all(model, dep, at, batch, act_bytes)
-            if len(self.collectives_memo) >= _COLLECTIVES_MEMO:
-                self.collectives_memo.clear()
-            self.collectives_memo[key] = found
+            return found
+
+        # the tp and ep collectives depend on neither pp nor the node size: a site export asks
+        # for the same call at every pp and node size
+        found = self.remembered(("collectives", id(model), dep.tp, dep.ep, dep.dp,
+                                 tuple(scenario.get(k) for k in (B, S, P)), act_bytes), tp_and_ep)
         off = self._off_node_share(dep, gpus_per_node, loc) if dep.dp > 1 else None
         out = [dataclasses.replace(c, off_node=off) if c.component == "ep" else dataclasses.replace(c)
                for c in found]

@@ -8,7 +8,7 @@ from ...dsl.units import BYTES, TOKENS, combine
 from .query_base import L_SYMBOL, FAR, SPAN, Quantity, settle_conditions
 from ..schema.patterns import range_sum
 from ..deploy.sharding import store_fraction
-from ..schema.symbols import B, H
+from ..schema.symbols import H, at_length
 
 
 class StateQueries:
@@ -61,7 +61,7 @@ class StateQueries:
         fmt = self.format_of(args)
         dep = self.deployment(args)
         expr = self._request_state(model, model.states, fmt, self._stores(args.name("component"), args.loc), dep, args.loc)
-        return Quantity(self._requests_on(batch, dep) * expr.xreplace({H: length}), BYTES, ext)
+        return Quantity(self._requests_on(batch, dep) * at_length(expr, length), BYTES, ext)
 
     def q_decode_read_bytes(self, model, args):
         length, batch = args.scenario("H"), args.scenario("B", 1)
@@ -76,7 +76,7 @@ class StateQueries:
         if component not in ("weights", "lookup"):
             stores = self._stores(component, args.loc)
             reads = self._request_state(model, model.reads, fmt, stores, dep, args.loc)
-            total += self._requests_on(batch, dep) * reads.xreplace({H: length})
+            total += self._requests_on(batch, dep) * at_length(reads, length)
         return Quantity(total, BYTES, ext)
 
     def q_decode_write_bytes(self, model, args):

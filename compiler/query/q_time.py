@@ -45,7 +45,7 @@ from ...dsl.units import SECONDS, TOKENS, combine
 from .query_base import Quantity
 from ..deploy.collectives import bytes_moved, seconds as collective_seconds
 from ..deploy.sharding import Deployment, activation_placement, store_fraction, work_fraction
-from ..schema.symbols import B, H, P, S, substitute
+from ..schema.symbols import B, P, S, at_length, substitute
 
 _ATTENTION_KINDS = ("attend", "score")
 _TIME_ARGS = {"device", "dtype", "format", "tp", "pp", "ep", "dp", "per_device", "mfu", "mbu", "overlap",
@@ -162,21 +162,33 @@ class TimeQueries:
         for use_key, amount in state.items():
             if use_key in attention_of:
                 extra[attention_of[use_key]] = extra.get(attention_of[use_key], 0) + amount
-        placement = activation_placement(model, dep, args.loc) if with_activations else {}
-
         def at(expr, where):
             return sp.Add(*[substitute(expr, {**sc, B: sc[B] if where == "stage" else dep.requests_per_device(sc[B])})
                             for sc in scenarios])
 
+        def op_work() -> dict:
+            """op id -> (FLOPs, activation bytes) on the device: the same at every format and knob."""
+            placement = activation_placement(model, dep, args.loc) if with_activations else {}
+            out = {}
+            for op in model.ops:
+                flops = op.mult * at(op.flops, "stage" if op.experts != 1 else "group") * work_fraction(op, dep, args.loc)
+                moved = None
+                if with_activations and op.kind != "view":
+                    tensors = [(t, placement.get(t.producer, ("group", 1))) for _, t in op.inputs if t is not None] + \
+                              [(t, placement[op.id]) for _, t in op.outputs]
+                    moved = op.mult * sp.Add(*[at(t.rows, where) * t.width * share for t, (where, share) in tensors]) \
+                        * act_bytes
+                out[op.id] = (flops, moved)
+            return out
+
+        work = self.remembered(("step work", id(model), dep.tp, dep.pp, dep.ep, dep.dp,
+                                tuple((sc[B], sc[S], sc[P]) for sc in scenarios), with_activations, act_bytes), op_work)
         rows = []
         for op in model.ops:
-            flops = op.mult * at(op.flops, "stage" if op.experts != 1 else "group") * work_fraction(op, dep, args.loc)
+            flops, moved = work[op.id]
             traffic = per_op_reads.get(op.id, sp.Integer(0)) + extra.get(op.id, 0)
-            if with_activations and op.kind != "view":
-                tensors = [(t, placement.get(t.producer, ("group", 1))) for _, t in op.inputs if t is not None] + \
-                          [(t, placement[op.id]) for _, t in op.outputs]
-                traffic += op.mult * sp.Add(*[at(t.rows, where) * t.width * share for t, (where, share) in tensors]) \
-                    * act_bytes
+            if moved is not None:
+                traffic += moved
             traffic = _rational(traffic)
             if flops == 0 and traffic == 0:
                 continue
@@ -233,13 +245,13 @@ class TimeQueries:
             out[key] = out.get(key, 0) + on_device * use.mult * amount * self.store_bytes(model, use.store, fmt) * frac
 
         for use in model.reads:
-            add(use, use.entries.xreplace({H: cached}))
+            add(use, at_length(use.entries, cached))
         if new == 1 and model.writes:
             for use in model.writes:
-                add(use, use.entries.xreplace({H: cached}))
+                add(use, at_length(use.entries, cached))
         else:
             for use in model.states:
-                add(use, use.entries.xreplace({H: cached + new}) - use.entries.xreplace({H: cached}))
+                add(use, at_length(use.entries, cached + new) - at_length(use.entries, cached))
         return out
 
     def _comm_latency_bytes(self, model, dep, scenario, act_bytes, loc):

@@ -58,6 +58,7 @@ def _hardware_file(spec_path: str, device: str, loc) -> Path:
 
 # engines of specs reached through spec=NAME, shared so each is compiled once per process
 _ENGINES: dict = {}
+_REMEMBERED = 1024          # entries of QueryEngine.remembered before it is emptied
 
 
 class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, DeviceQueries, DeploymentQueries,
@@ -66,7 +67,7 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         self.spec = spec
         self._models: dict = {}
         self.sums: dict = {}
-        self.collectives_memo: dict = {}     # q_deployment.call_collectives
+        self._remembered: dict = {}          # remembered(): per-call work a site export repeats
         self.siblings: dict = {}
 
     @classmethod
@@ -82,6 +83,17 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         if path not in _ENGINES or _ENGINES[path][0] != content:
             _ENGINES[path] = (content, cls(spec))
         return _ENGINES[path][1]
+
+    def remembered(self, key: tuple, make):
+        """make(), once per key while the engine lives: work that a site export asks again at every
+        pp, node size, format or knob (a call's tp and ep collectives, a step's per-op FLOPs and
+        activations). Bounded: numeric queries make new keys without end, so it empties when full."""
+        found = self._remembered.get(key)
+        if found is None:
+            if len(self._remembered) >= _REMEMBERED:
+                self._remembered.clear()
+            found = self._remembered[key] = make()
+        return found
 
     # ------------------------------------------------------------ models and sums
     def model(self, choices: dict, overrides: dict | None = None) -> Model:

@@ -3,6 +3,8 @@ expression can use without declaring them."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import sympy as sp
 
 # Scenario symbols: B requests per call, S cached tokens, P new tokens,
@@ -52,6 +54,14 @@ def substitute(expr, mapping: dict):
     result = _xreplace(expr, changed, memo)[0]
     _SUBSTITUTED_NODES += len(memo) - before
     return result
+
+
+@lru_cache(maxsize=4096)
+def at_length(expr, length):
+    """expr at context length H = length: sympy's xreplace as it is (which rebuilds every node
+    above H and so re-evaluates each Min/Max, even for H -> H), once per pair, since a site
+    export asks the same state at every layout, format and knob."""
+    return expr.xreplace({H: length})
 
 
 def _name_of(item) -> str:
