@@ -294,7 +294,7 @@ class _Printer:
             if ceil:
                 scaled = [(-c, rest) for c, rest in scaled]
             numer = self.t.add([self._scaled(c, rest) for c, rest in scaled])
-            if d == 1 and (_integer_by_construction(x) or x.is_integer):
+            if d == 1 and _integer_by_construction(x):
                 code = numer
             else:
                 code = self.t.floordiv(numer, d) if d != 1 else self.t.floor(numer)
@@ -315,7 +315,8 @@ class _Printer:
 def _integer_by_construction(e) -> bool:
     """True when e is an integer because of how it is built (integers and integer symbols under
     +, ×, non-negative integer powers, floor, ceiling, min and max); False when that does not
-    show it (then sympy's assumptions are asked, which costs milliseconds on a large sum)."""
+    show it, and the floor is printed, exact either way. (Asking sympy's assumptions instead
+    costs milliseconds on a large sum, and on every shipped form gives the same code.)"""
     if isinstance(e, sp.Integer) or isinstance(e, (sp.floor, sp.ceiling)):
         return True
     if isinstance(e, sp.Symbol):
