@@ -295,19 +295,16 @@ def capacity_forms(engine, model, point: dict, fmt: str | None, knobs: dict | No
     import sympy as sp
 
     from ..compiler.deploy.sharding import Deployment
-    from ..compiler.query.q_capacity import requests_that_fit, stage_shortfalls
+    from ..compiler.query.q_capacity import as_written, requests_that_fit, stage_shortfalls
     from ..compiler.schema.symbols import B, H, P
 
     free, per_request, _ = engine.budget(model, _formula_args(engine, point, fmt, **(knobs or {})), need_state=False)
     dep = Deployment(point["tp"], point["pp"], point["ep"], point["dp"], per_device=True)
 
-    def most(terms):
-        return terms[0] if len(terms) == 1 else sp.Max(*terms, evaluate=False)
-
     def short(batch, context):
         # ⌈max_i t_i⌉ = max_i ⌈t_i⌉, and printing the latter asks sympy nothing about a Max
-        return most([sp.ceiling(x, evaluate=False)
-                     for x in stage_shortfalls(free, per_request, dep.requests_per_device(batch), context)])
+        return as_written(sp.Max, [sp.ceiling(x, evaluate=False)
+                                   for x in stage_shortfalls(free, per_request, dep.requests_per_device(batch), context)])
 
     out = {"short": short(B, H), "short_tpot": short(B, H + 1), "short_ttft": short(B + 1, sp.Max(P, H + 1))}
     fits = requests_that_fit(free, per_request, dep.dp, evaluate=False)
@@ -339,6 +336,8 @@ def compute_forms(engine, model, point: dict, fmt: str | None, knobs: dict | Non
     (q_time.roofline_step's rows, merged where that keeps the sum), in the device symbols."""
     import sympy as sp
 
+    from ..compiler.query.q_capacity import as_written
+
     d = _device_symbols()
     peak, rate = d["d_flops"] * d["d_mfu"], d["d_bandwidth"] * d["d_mbu"]
     out = {}
@@ -348,7 +347,7 @@ def compute_forms(engine, model, point: dict, fmt: str | None, knobs: dict | Non
         terms = []
         for pf, w, pb, wr in merged_rows([(r.name, r.flops, r.bytes) for r in rows]):
             f, b = w * pf / peak, wr * pb / rate
-            terms.append(b if pf == 0 else f if pb == 0 else sp.Max(f, b, evaluate=False))
+            terms.append(b if pf == 0 else f if pb == 0 else as_written(sp.Max, [f, b]))
         out[name] = sp.Add(*terms)
     return out
 

@@ -33,7 +33,19 @@ def requests_that_fit(free, per_request, dp, evaluate: bool = True):
             for f, s in zip(free, per_request) if s != 0]
     if not fits:
         return None
-    return dp * (fits[0] if len(fits) == 1 else sp.Min(*fits, evaluate=evaluate))
+    return dp * (fits[0] if len(fits) == 1 else sp.Min(*fits) if evaluate else as_written(sp.Min, fits))
+
+
+def as_written(kind, terms: list):
+    """kind(*terms) (Min or Max) neither evaluated nor put in sympy's canonical order: for a
+    printed formula only. (sympy sorts an unevaluated Min/Max's arguments by a sort key that
+    costs about a millisecond on a stage's state expression, and a site export builds
+    thousands; the order changes no value.)"""
+    if len(terms) == 1:
+        return terms[0]
+    made = sp.Expr.__new__(kind, *terms)
+    made._argset = frozenset(terms)
+    return made
 
 
 def stage_shortfalls(free, per_request, on_device, context) -> list:
