@@ -124,8 +124,8 @@ class DeploymentQueries:
         found = self.remembered(("collectives", id(model), dep.tp, dep.ep, dep.dp,
                                  tuple(scenario.get(k) for k in (B, S, P)), act_bytes), tp_and_ep)
         off = self._off_node_share(dep, gpus_per_node, loc) if dep.dp > 1 else None
-        out = [dataclasses.replace(c, off_node=off) if c.component == "ep" else dataclasses.replace(c)
-               for c in found]
+        # kept collectives are shared, never changed in place (every consumer replaces to change one)
+        out = [dataclasses.replace(c, off_node=off) if c.component == "ep" else c for c in found]
         if dep.pp > 1:
             out += self._stage_sends(model, dep, at, act_bytes, loc, gpus_per_node)
         return out
@@ -205,11 +205,14 @@ class DeploymentQueries:
         layer, not by op)."""
         stage_of = self._stage_of(model, dep.pp, loc)
         n = dep.stage_devices
+
+        def entering():
+            # the stream tensor entering each stage after the first (stages hold ranges of layers)
+            return [next(op for op in model.ops if stage_of.values[stage][0] in op.layers and op.inputs).inputs[0][1]
+                    for stage in range(1, dep.pp)]
+
         out = []
-        for stage in range(1, dep.pp):
-            first = stage_of.values[stage][0]       # the stage's first layer (stages hold ranges)
-            op = next(op for op in model.ops if first in op.layers and op.inputs)
-            t = op.inputs[0][1]
+        for stage, t in enumerate(self.remembered(("stage inputs", id(model), dep.pp), entering), 1):
             ranks = range((stage - 1) * n, stage * n)
             crosses = gpus_per_node is not None and any(r // gpus_per_node != (r + n) // gpus_per_node
                                                         for r in ranks)

@@ -108,20 +108,36 @@ class MemoryQueries:
             return sp.Add(*[substitute(expr, {**sc, B: dep.requests_per_device(sc[B])} if grouped else sc)
                             for sc in scenarios])
 
-        out = []
-        for op in model.ops:
-            shared, rows_read = sp.Integer(0), sp.Integer(0)
-            frac = weight_fraction(op, dep, loc) if not dep.trivial else 1
-            for w in op.weights:
-                if op.lookup:      # a table is read by row; schemes quantize matrices, never tables
-                    bpp = self.bytes_per_param(model, fmt, w.group)
-                    rows_read += rows_of(op.lookup_rows, True) * w.shape[-1] * bpp
-                    continue
-                stored = self._stored_bytes(model, fmt, op, w)
-                if op.experts != 1:
+        def reach() -> dict:
+            """op id -> (weight share, routed experts touched, lookup rows): the same in every format."""
+            out = {}
+            for op in model.ops:
+                frac = weight_fraction(op, dep, loc) if not dep.trivial else 1
+                touched = rows = None
+                if not op.weights:
+                    pass
+                elif op.lookup:
+                    rows = rows_of(op.lookup_rows, True)
+                elif op.experts != 1:
                     local = op.experts * ep_fraction(op, dep, loc) if dep.ep > 1 else op.experts
                     routed = rows_of(op.rows, False)
                     touched = exact_min(local, sp.ceiling(routed / dep.ep) if dep.ep > 1 else routed)
+                out[op.id] = (frac, touched, rows)
+            return out
+
+        reached = self.remembered(("weights reached", id(model), dep.tp, dep.pp, dep.ep, dep.dp,
+                                   tuple((sc.get(B), sc.get(S), sc.get(P)) for sc in scenarios)), reach)
+        out = []
+        for op in model.ops:
+            shared, rows_read = sp.Integer(0), sp.Integer(0)
+            frac, touched, rows = reached[op.id]
+            for w in op.weights:
+                if op.lookup:      # a table is read by row; schemes quantize matrices, never tables
+                    bpp = self.bytes_per_param(model, fmt, w.group)
+                    rows_read += rows * w.shape[-1] * bpp
+                    continue
+                stored = self._stored_bytes(model, fmt, op, w)
+                if op.experts != 1:
                     shared += stored / op.experts * tp_fraction(op, dep, loc) * touched
                 else:
                     shared += stored * frac
