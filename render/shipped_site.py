@@ -7,11 +7,11 @@ two cores for the shipped specs. The export of a shipped spec depends only on th
 engine, the export's code, the spec as the page names it and the files it reads, all
 of which ship with the package; so it is built once here, like docs/.
 
-One file per spec: a magic line, the SHA-256 of the payload, and the payload (the cache
-codec's plain data, xz-compressed): what decides it (the engine fingerprint, the export's
-code hash, the spec as the page names it, the node sizes), every file the export read
-(relative to the shipped specs, each with its SHA-256) and each part's plain data, as the
-per-user cache holds it (render/site_cache.py). A part is read from it only when
+One file per spec: a magic line, the SHA-256 of the rest, then a header (the cache codec's
+plain data: what decides it, i.e. the engine fingerprint, the export's code hash, the spec
+as the page names it and the node sizes, and every file the export read, relative to the
+shipped specs, each with its SHA-256) and, xz-compressed apart from it, each part's plain
+data as the per-user cache holds it (render/site_cache.py). A part is read from it only when
 
 * the spec is a shipped spec (its file in the shipped folder) and no search path is set
   (another search path may resolve its names to other files);
@@ -30,7 +30,7 @@ import os
 import posixpath
 from pathlib import Path
 
-MAGIC = b"specc-site-shipped 1\n"
+MAGIC = b"specc-site-shipped 2\n"
 SUBFOLDER = "site"
 # a shipped export, compressed and as the codec writes it (the largest is about 4 MB unpacked)
 MAX_PACKED = 16 * 2 ** 20
@@ -68,6 +68,20 @@ def _decides(public: str, sizes: list) -> dict:
             "sizes": [None if s is None else int(s) for s in sizes]}
 
 
+def split(data: bytes | None) -> tuple | None:
+    """(header bytes, packed parts) of a shipped export's bytes whose hash matches, else None."""
+    head = len(MAGIC) + 64
+    if data is None or not data.startswith(MAGIC) or data[head:head + 1] != b"\n":
+        return None
+    rest = data[head + 1:]
+    if data[len(MAGIC):head] != hashlib.sha256(rest).hexdigest().encode():
+        return None
+    size, newline, rest = rest.partition(b"\n")
+    if not newline or not size.isdigit() or int(size) > len(rest):
+        return None
+    return rest[:int(size)], rest[int(size):]
+
+
 def load(spec_path, public: str, sizes: list) -> dict | None:
     """{part: (plain data, cost)} of the spec's shipped export, or None (not a shipped spec, a search
     path set, no file, damaged, or made for another engine, code, name or files)."""
@@ -77,41 +91,41 @@ def load(spec_path, public: str, sizes: list) -> dict | None:
     from ..dsl.search_path import SHIPPED
 
     spec = shipped_spec(spec_path)
-    if spec is None:
-        return None
-    data = read_package_file(folder() / f"{spec.stem}.xz", MAX_PACKED)
-    head = len(MAGIC) + 64
-    if data is None or not data.startswith(MAGIC) or data[head:head + 1] != b"\n":
-        return None
-    packed = data[head + 1:]
-    if data[len(MAGIC):head] != hashlib.sha256(packed).hexdigest().encode():
+    found = None if spec is None else split(read_package_file(folder() / f"{spec.stem}.xz", MAX_PACKED))
+    if found is None:
         return None
     try:
-        unpacker = lzma.LZMADecompressor()
-        payload = unpacker.decompress(packed, max_length=MAX_UNPACKED)
-        if not unpacker.eof:
-            return None
-        entry = codec.loads(payload)
-    except (lzma.LZMAError, codec.CacheFormatError):
+        header = codec.loads(found[0])
+    except codec.CacheFormatError:
         return None
-    if not isinstance(entry, dict) or entry.get("decides") != _decides(public, sizes):
+    if not isinstance(header, dict) or header.get("decides") != _decides(public, sizes):
         return None
-    deps, parts = entry.get("deps"), entry.get("parts")
-    if not isinstance(deps, dict) or not isinstance(parts, dict):
+    deps = header.get("deps")
+    if not isinstance(deps, dict):
         return None
     for relative, digest in deps.items():
         if not isinstance(relative, str) or os.path.isabs(relative):
             return None
         if file_hash(os.path.normpath(os.path.join(SHIPPED, relative))) != digest:
             return None
-    if not all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], dict) for v in parts.values()):
+    try:
+        unpacker = lzma.LZMADecompressor()
+        payload = unpacker.decompress(found[1], max_length=MAX_UNPACKED)
+        parts = codec.loads(payload) if unpacker.eof else None
+    except (lzma.LZMAError, codec.CacheFormatError):
+        return None
+    if not isinstance(parts, dict) or not all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], dict)
+                                              for v in parts.values()):
         return None
     return {part: (plain, cost) for part, (plain, cost) in parts.items()}
 
 
 def encode(public: str, sizes: list, deps: dict, parts: dict) -> bytes:
     """A shipped export's bytes: `deps` ({absolute path: sha256}) made relative to the shipped
-    specs (ValueError for a file outside them), every table in a fixed order."""
+    specs (ValueError for a file outside them), every table in a fixed order. What decides it
+    (engine, code, name, node sizes, files) is a plain header and the parts are compressed
+    apart from it, so an engine change that changes no export changes only the header: git
+    then stores the new file as a small delta of the old."""
     from ..cache import codec
     from ..dsl.search_path import SHIPPED
 
@@ -121,10 +135,10 @@ def encode(public: str, sizes: list, deps: dict, parts: dict) -> bytes:
         if digest is not None and (rel == ".." or rel.startswith("../")):
             raise ValueError(f"the export depends on {rel}, outside the shipped specs")
         relative[posixpath.normpath(rel)] = digest
-    entry = {"decides": _decides(public, sizes), "deps": dict(sorted(relative.items())),
-             "parts": {key: parts[key] for key in sorted(parts, key=str)}}
-    packed = lzma.compress(codec.dumps(entry), preset=9)
-    return MAGIC + hashlib.sha256(packed).hexdigest().encode() + b"\n" + packed
+    header = codec.dumps({"decides": _decides(public, sizes), "deps": dict(sorted(relative.items()))})
+    packed = lzma.compress(codec.dumps({key: parts[key] for key in sorted(parts, key=str)}), preset=9)
+    rest = str(len(header)).encode() + b"\n" + header + packed
+    return MAGIC + hashlib.sha256(rest).hexdigest().encode() + b"\n" + rest
 
 
 def files(spec_paths: list, record: dict, sizes: dict) -> dict:

@@ -79,9 +79,8 @@ def test_a_shipped_export_is_what_a_cold_export_gives(beside_specs):
 
 def test_the_exports_hold_no_path_of_this_machine():
     for path in shipped_site.folder().glob("*.xz"):
-        data = path.read_bytes()
-        payload = lzma.decompress(data[len(shipped_site.MAGIC) + 65:])
-        assert str(REPO).encode() not in payload, path.name
+        header, packed = shipped_site.split(path.read_bytes())
+        assert str(REPO).encode() not in header + lzma.decompress(packed), path.name
 
 
 def test_a_first_specc_site_reads_them_and_writes_what_a_cold_one_writes(tmp_path):
@@ -112,14 +111,16 @@ def test_a_first_specc_site_reads_them_and_writes_what_a_cold_one_writes(tmp_pat
 
 # ------------------------------------------------------------------ ignored when they do not match
 def _rewrite(path: Path, change, rehash: bool) -> None:
-    """Apply `change` to an export's payload (its hash header made right again, or not)."""
+    """Apply `change` to an export's header (its hash made right again, or not)."""
     data = path.read_bytes()
-    head = len(shipped_site.MAGIC) + 65
-    entry = codec.loads(lzma.decompress(data[head:]))
+    header, packed = shipped_site.split(data)
+    entry = codec.loads(header)
     change(entry)
-    packed = lzma.compress(codec.dumps(entry))
-    digest = hashlib.sha256(packed).hexdigest().encode() if rehash else data[len(shipped_site.MAGIC):head - 1]
-    path.write_bytes(shipped_site.MAGIC + digest + b"\n" + packed)
+    header = codec.dumps(entry)
+    rest = str(len(header)).encode() + b"\n" + header + packed
+    head = len(shipped_site.MAGIC) + 64
+    digest = hashlib.sha256(rest).hexdigest().encode() if rehash else data[len(shipped_site.MAGIC):head]
+    path.write_bytes(shipped_site.MAGIC + digest + b"\n" + rest)
 
 
 def test_the_copy_stands_in_for_the_shipped_folder(copy):
@@ -145,8 +146,15 @@ def test_an_export_whose_files_changed_is_ignored(copy, change):
 @pytest.mark.parametrize("field", ["engine", "code", "public", "sizes"])
 def test_an_export_made_for_another_engine_code_name_or_node_sizes_is_ignored(copy, field):
     other = {"engine": "f" * 64, "code": "0" * 64, "public": "elsewhere/qwen3_8b.yaml", "sizes": [None, 4]}[field]
+    _rewrite(shipped_site.folder() / "qwen3_8b.xz", lambda entry: None, rehash=True)
+    assert _load("qwen3_8b") is not None                     # rewritten unchanged: still read
     _rewrite(shipped_site.folder() / "qwen3_8b.xz", lambda entry: entry["decides"].update({field: other}),
              rehash=True)
+    assert _load("qwen3_8b") is None
+
+
+def test_a_header_whose_hash_does_not_match_is_ignored(copy):
+    _rewrite(shipped_site.folder() / "qwen3_8b.xz", lambda entry: entry["deps"].clear(), rehash=False)
     assert _load("qwen3_8b") is None
 
 
