@@ -607,3 +607,24 @@ def test_one_engine_answers_each_node_size_as_a_fresh_one(write_spec, order):
             want = fresh.call_collectives(fresh.model({}), dep, scenario, sp.Integer(2), None, gpn)
             assert got == want, (gpn, pp)
             assert any(c.component == "ep" for c in got)
+
+
+def test_the_engine_keeps_only_its_most_recently_used_work(write_spec):
+    """QueryEngine.remembered is bounded (numeric queries make new keys without end) and keeps
+    what was used last: a site export reuses an entry within a layout."""
+    from specc.compiler.query.queries import _REMEMBERED
+
+    e = engine_of(write_spec, TOY_MOE)
+    made = []
+
+    def ask(key):
+        return e.remembered(("test", key), lambda: made.append(key) or key)
+
+    for key in range(_REMEMBERED):
+        ask(key)
+    ask(0)                                   # used again: now the most recent
+    for key in range(_REMEMBERED, _REMEMBERED + _REMEMBERED // 2):
+        ask(key)
+    made.clear()
+    assert ask(0) == 0 and ask(_REMEMBERED + 1) == _REMEMBERED + 1 and made == []
+    assert ask(1) == 1 and made == [1]       # pushed out, made again

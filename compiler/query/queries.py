@@ -58,7 +58,7 @@ def _hardware_file(spec_path: str, device: str, loc) -> Path:
 
 # engines of specs reached through spec=NAME, shared so each is compiled once per process
 _ENGINES: dict = {}
-_REMEMBERED = 1024          # entries of QueryEngine.remembered before it is emptied
+_REMEMBERED = 128           # entries QueryEngine.remembered keeps (a site export reuses an entry within a layout)
 
 
 class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, DeviceQueries, DeploymentQueries,
@@ -85,14 +85,18 @@ class QueryEngine(MemoryQueries, ComputeQueries, StateQueries, CapacityQueries, 
         return _ENGINES[path][1]
 
     def remembered(self, key: tuple, make):
-        """make(), once per key while the engine lives: work that a site export asks again at every
-        pp, node size, format or knob (a call's tp and ep collectives, a step's per-op FLOPs and
-        activations). Bounded: numeric queries make new keys without end, so it empties when full."""
-        found = self._remembered.get(key)
+        """make(), kept for the next call with this key: work that a site export asks again at
+        every pp, node size, format or knob of a layout (a call's tp and ep collectives, a step's
+        per-op FLOPs, activations and weights reached). The _REMEMBERED most recently used are
+        kept: an entry can hold an expression per op, and numeric queries make new keys without end."""
+        memo = self._remembered
+        found = memo.get(key)
         if found is None:
-            if len(self._remembered) >= _REMEMBERED:
-                self._remembered.clear()
-            found = self._remembered[key] = make()
+            found = memo[key] = make()
+            if len(memo) > _REMEMBERED:
+                del memo[next(iter(memo))]          # the least recently used
+        else:
+            memo[key] = memo.pop(key)               # now the most recently used
         return found
 
     # ------------------------------------------------------------ models and sums
