@@ -10,11 +10,12 @@ import click
 
 @click.command("ship-compiled")
 @click.option("--check", is_flag=True,
-              help="write nothing; exit 1 when the committed forms differ from a fresh build")
+              help="write nothing; exit 1 when the committed forms differ from a fresh build "
+                   "or a site export does not match the engine and files")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="the folder to write (default: specs/compiled/ beside the shipped specs)")
 def ship_compiled(check, out_dir):
-    """Regenerate the shipped specs' compiled forms (specs/compiled/, committed).
+    """Regenerate the shipped specs' compiled forms and site exports (specs/compiled/, committed).
 
     Every claim of every shipped spec, and each declared query's example call
     (a typical `specc eval`), is evaluated afresh by the symbolic engine (neither
@@ -30,8 +31,8 @@ def ship_compiled(check, out_dir):
     and commit the result (a test fails while they are stale).
 
     \b
-    specc ship-compiled            # regenerate specs/compiled/
-    specc ship-compiled --check    # exit 1 if specs/compiled/ is stale
+    specc ship-compiled            # regenerate specs/compiled/ and specs/compiled/site/
+    specc ship-compiled --check    # exit 1 if either is stale
     """
     from .verify import shipped_forms
 
