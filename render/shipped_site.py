@@ -24,10 +24,7 @@ keeps its own rules. Building reads neither the cache nor these files."""
 
 from __future__ import annotations
 
-import hashlib
 import lzma
-import os
-import posixpath
 from pathlib import Path
 
 MAGIC = b"specc-site-shipped 2\n"
@@ -44,21 +41,6 @@ def folder() -> Path:
     return SHIPPED / SHIPPED_FORMS / SUBFOLDER
 
 
-def shipped_spec(spec_path) -> Path | None:
-    """The shipped spec file `spec_path` names, or None when shipped exports may not answer for it."""
-    from ..cache import disk_cache
-    from ..compiler.lanes import compiled
-    from ..dsl.search_path import SHIPPED, user_roots
-
-    if compiled.building_shipped or user_roots() or disk_cache.root() is None:
-        return None         # building them, another search path, or every cache off (SPECC_CACHE_DIR=)
-    try:
-        spec = Path(spec_path).resolve()
-    except OSError:
-        return None
-    return spec if spec.suffix == ".yaml" and spec.parent == SHIPPED else None
-
-
 def _decides(public: str, sizes: list) -> dict:
     """What an export depends on besides the files it read."""
     from ..cache.disk_cache import engine_fingerprint
@@ -70,13 +52,10 @@ def _decides(public: str, sizes: list) -> dict:
 
 def split(data: bytes | None) -> tuple | None:
     """(header bytes, packed parts) of a shipped export's bytes whose hash matches, else None."""
-    head = len(MAGIC) + 64
-    if data is None or not data.startswith(MAGIC) or data[head:head + 1] != b"\n":
-        return None
-    rest = data[head + 1:]
-    if data[len(MAGIC):head] != hashlib.sha256(rest).hexdigest().encode():
-        return None
-    size, newline, rest = rest.partition(b"\n")
+    from ..compiler.lanes.compiled import unframed
+
+    rest = unframed(MAGIC, data)
+    size, newline, rest = (rest or b"").partition(b"\n")
     if not newline or not size.isdigit() or int(size) > len(rest):
         return None
     return rest[:int(size)], rest[int(size):]
@@ -87,7 +66,7 @@ def load(spec_path, public: str, sizes: list) -> dict | None:
     path set, no file, damaged, or made for another engine, code, name or files)."""
     from ..cache import codec
     from ..cache.disk_cache import read_package_file
-    from ..compiler.lanes.compiled import file_hash
+    from ..compiler.lanes.compiled import absolute_deps, deps_current, shipped_spec
     from ..dsl.search_path import SHIPPED
 
     spec = shipped_spec(spec_path)
@@ -100,14 +79,9 @@ def load(spec_path, public: str, sizes: list) -> dict | None:
         return None
     if not isinstance(header, dict) or header.get("decides") != _decides(public, sizes):
         return None
-    deps = header.get("deps")
-    if not isinstance(deps, dict):
+    deps = absolute_deps(header.get("deps"), SHIPPED)
+    if deps is None or not deps_current(deps):
         return None
-    for relative, digest in deps.items():
-        if not isinstance(relative, str) or os.path.isabs(relative):
-            return None
-        if file_hash(os.path.normpath(os.path.join(SHIPPED, relative))) != digest:
-            return None
     try:
         unpacker = lzma.LZMADecompressor()
         payload = unpacker.decompress(found[1], max_length=MAX_UNPACKED)
@@ -127,18 +101,12 @@ def encode(public: str, sizes: list, deps: dict, parts: dict) -> bytes:
     apart from it, so an engine change that changes no export changes only the header: git
     then stores the new file as a small delta of the old."""
     from ..cache import codec
+    from ..compiler.lanes.compiled import framed, relative_deps
     from ..dsl.search_path import SHIPPED
 
-    relative = {}
-    for path, digest in deps.items():
-        rel = Path(os.path.relpath(path, SHIPPED)).as_posix()
-        if digest is not None and (rel == ".." or rel.startswith("../")):
-            raise ValueError(f"the export depends on {rel}, outside the shipped specs")
-        relative[posixpath.normpath(rel)] = digest
-    header = codec.dumps({"decides": _decides(public, sizes), "deps": dict(sorted(relative.items()))})
+    header = codec.dumps({"decides": _decides(public, sizes), "deps": relative_deps(deps, SHIPPED)})
     packed = lzma.compress(codec.dumps({key: parts[key] for key in sorted(parts, key=str)}), preset=9)
-    rest = str(len(header)).encode() + b"\n" + header + packed
-    return MAGIC + hashlib.sha256(rest).hexdigest().encode() + b"\n" + rest
+    return framed(MAGIC, str(len(header)).encode() + b"\n" + header + packed)
 
 
 def files(spec_paths: list, record: dict, sizes: dict) -> dict:

@@ -171,16 +171,15 @@ def merged_rows(rows) -> list[tuple]:
     is merged: a sum of maxima is not the maximum of sums."""
     import sympy as sp
 
-    content = _content_primitive
     groups: dict = {}
     for _, flops, nbytes in rows:
         flops, nbytes = sp.sympify(flops), sp.sympify(nbytes)
         if flops != 0:
-            w, pf = content(flops)
-            cb, pb = content(nbytes) if nbytes != 0 else (sp.Integer(0), sp.Integer(0))
+            w, pf = _content_primitive(flops)
+            cb, pb = _content_primitive(nbytes) if nbytes != 0 else (sp.Integer(0), sp.Integer(0))
             key = (pf, pb, cb / w)
         elif nbytes != 0:
-            w, pb = content(nbytes)
+            w, pb = _content_primitive(nbytes)
             key = (sp.Integer(0), pb, sp.Integer(1))
         else:
             continue

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -62,30 +64,36 @@ def _shipped_spec_names() -> list[str]:
     return [f"{SHIPPED.name}/{p.name}" for p in sorted(SHIPPED.glob("*.yaml"))]
 
 
-def _stale_site_exports() -> list[str]:
-    import os
+@contextmanager
+def _beside_shipped_specs():
+    """Run in the shipped specs' parent folder: the page prints each spec's path as named there."""
+    from .dsl.search_path import SHIPPED
 
-    from .dsl.search_path import SHIPPED, device_files
+    here = os.getcwd()
+    os.chdir(SHIPPED.parent)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+def _stale_site_exports() -> list[str]:
+    from .dsl.search_path import device_files
     from .render import shipped_site
     from .render.site import node_sizes
 
-    here = os.getcwd()
-    os.chdir(SHIPPED.parent)          # the names the page prints are relative to the folder specc ran in
-    try:
+    with _beside_shipped_specs():
         return [Path(name).stem for name in _shipped_spec_names()
                 if shipped_site.load(name, name, node_sizes(device_files(name))) is None]
-    finally:
-        os.chdir(here)
 
 
 def _ship_site_exports(where: Path) -> None:
     """Export every shipped spec's explorer data afresh and write specs/compiled/site/ (see
     render/shipped_site.py): the first `specc site` after an install then reads it."""
-    import os
     import time
 
     from .compiler.lanes import compiled
-    from .dsl.search_path import SHIPPED, device_files
+    from .dsl.search_path import device_files
     from .render import shipped_site
     from .render.site import export_parts, node_sizes
     from .verify import shipped_forms
@@ -99,15 +107,13 @@ def _ship_site_exports(where: Path) -> None:
 
     names = _shipped_spec_names()
     record: dict = {}
-    here = os.getcwd()
-    os.chdir(SHIPPED.parent)
     before, compiled.building_shipped = compiled.building_shipped, True   # read no cache and no shipped file
     try:
-        export_parts(names, progress=progress, cached=False, record=record)
-        fresh = shipped_site.files(names, record, {name: node_sizes(device_files(name)) for name in names})
+        with _beside_shipped_specs():
+            export_parts(names, progress=progress, cached=False, record=record)
+            fresh = shipped_site.files(names, record, {name: node_sizes(device_files(name)) for name in names})
     finally:
         compiled.building_shipped = before
-        os.chdir(here)
     changed, obsolete = shipped_forms.write(fresh, where, "*.xz", shipped_site.MAGIC)
     size = sum(len(data) for data in fresh.values())
     click.echo(f"{len(fresh)} site exports ({size:,} bytes): {len(changed)} written, {len(obsolete)} removed")

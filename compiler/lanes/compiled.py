@@ -222,7 +222,7 @@ def _store_path(spec_path) -> Path | None:
 def _valid(store) -> bool:
     if not isinstance(store, Store) or store.format != FORMAT or store.engine != engine_hash():
         return False
-    return all(file_hash(path) == digest for path, digest in store.deps.items())
+    return deps_current(store.deps)
 
 
 def load(spec_path) -> Store | None:
@@ -231,7 +231,7 @@ def load(spec_path) -> Store | None:
     microseconds each): a file rewritten within the same clock tick keeps its mtime and size."""
     key = store_key(spec_path)
     store = STORES.get(key)
-    if store is not None and all(file_hash(path) == digest for path, digest in store.deps.items()):
+    if store is not None and deps_current(store.deps):
         return store
     path = _store_path(spec_path)
     store = disk_cache.load(path) if path is not None else None
@@ -256,21 +256,29 @@ SHIPPED_MAGIC = b"specc-shipped 1\n"
 building_shipped = False           # set while generating them: neither the cache nor the shipped forms are read
 
 
-def shipped_path(spec_path) -> Path | None:
-    """Where the shipped form of this spec would be, or None when none may answer for it."""
+def shipped_spec(spec_path) -> Path | None:
+    """The shipped spec file `spec_path` names, or None when no shipped file (compiled form,
+    site export) may answer for it: while generating them, with caching off, under another
+    search path (it may resolve the spec's names to other files), or for any other spec."""
     if building_shipped or disk_cache.root() is None:
         return None
     from ...dsl.search_path import SHIPPED, user_roots
 
     if user_roots():
-        return None     # another search path may resolve the spec's names to other files
+        return None
     try:
         spec = Path(spec_path).resolve()
     except OSError:
         return None
-    if spec.suffix != ".yaml" or spec.parent != SHIPPED:
-        return None
-    return SHIPPED / SHIPPED_FORMS / f"{spec.stem}.json"
+    return spec if spec.suffix == ".yaml" and spec.parent == SHIPPED else None
+
+
+def shipped_path(spec_path) -> Path | None:
+    """Where the shipped form of this spec would be, or None when none may answer for it."""
+    from ...dsl.search_path import SHIPPED
+
+    spec = shipped_spec(spec_path)
+    return None if spec is None else SHIPPED / SHIPPED_FORMS / f"{spec.stem}.json"
 
 
 def shipped(spec_path) -> Store | None:
@@ -281,34 +289,62 @@ def shipped(spec_path) -> Store | None:
     return store if _valid(store) else None
 
 
+def framed(magic: bytes, payload: bytes) -> bytes:
+    """A shipped file's bytes: its magic line, the SHA-256 of the payload, a newline, the payload."""
+    return magic + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+
+
+def unframed(magic: bytes, data: bytes | None) -> bytes | None:
+    """The payload of framed() bytes whose hash matches, else None."""
+    head = len(magic) + 64
+    if data is None or not data.startswith(magic) or data[head:head + 1] != b"\n":
+        return None
+    payload = data[head + 1:]
+    return payload if data[len(magic):head] == hashlib.sha256(payload).hexdigest().encode() else None
+
+
+def relative_deps(deps: dict, folder: Path) -> dict:
+    """{absolute path: sha256} as paths relative to `folder` (the shipped specs), sorted;
+    ValueError for a file read outside it (a shipped file cannot stand for a file it does not ship)."""
+    import posixpath
+
+    out = {}
+    for path, digest in deps.items():
+        relative = Path(os.path.relpath(path, folder)).as_posix()
+        if digest is not None and (relative == ".." or relative.startswith("../")):
+            raise ValueError(f"an answer depends on {relative}, outside the shipped specs")
+        out[posixpath.normpath(relative)] = digest
+    return dict(sorted(out.items()))
+
+
+def absolute_deps(deps, folder: Path) -> dict | None:
+    """relative_deps() undone under `folder`; None for anything but relative paths."""
+    if not isinstance(deps, dict) or not all(isinstance(p, str) and not os.path.isabs(p) for p in deps):
+        return None
+    return {os.path.normpath(os.path.join(folder, p)): digest for p, digest in deps.items()}
+
+
+def deps_current(deps: dict) -> bool:
+    """Every file of {path: sha256} still hashes the same."""
+    return all(file_hash(path) == digest for path, digest in deps.items())
+
+
 def encode_shipped(store: Store, folder: Path) -> bytes:
     """The bytes of a shipped form: dependencies relative to `folder` (the shipped specs),
     every table sorted, nothing counted in `seen`. ValueError when an answer depends on a
     file outside `folder` (a shipped form cannot stand for a file it does not ship)."""
-    import posixpath
-
     from ...cache import codec as cache_codec
 
-    deps = {}
-    for path, digest in store.deps.items():
-        relative = Path(os.path.relpath(path, folder)).as_posix()
-        if digest is not None and (relative == ".." or relative.startswith("../")):
-            raise ValueError(f"an answer depends on {relative}, outside the shipped specs")
-        deps[posixpath.normpath(relative)] = digest
-    canonical = Store(store.engine, dict(sorted(deps.items())), dict(sorted(store.templates.items())),
+    canonical = Store(store.engine, relative_deps(store.deps, folder), dict(sorted(store.templates.items())),
                       dict(sorted(store.literals.items())), dict(sorted(store.verify.items())), {}, store.format)
-    payload = cache_codec.dumps(canonical)
-    return SHIPPED_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    return framed(SHIPPED_MAGIC, cache_codec.dumps(canonical))
 
 
 def decode_shipped(data: bytes, folder: Path) -> Store | None:
     """The store in a shipped form's bytes, its dependencies made absolute under `folder`;
     None for bytes whose hash does not match or that are not a store."""
-    head = len(SHIPPED_MAGIC) + 64
-    if not data.startswith(SHIPPED_MAGIC) or data[head:head + 1] != b"\n":
-        return None
-    payload = data[head + 1:]
-    if data[len(SHIPPED_MAGIC):head] != hashlib.sha256(payload).hexdigest().encode():
+    payload = unframed(SHIPPED_MAGIC, data)
+    if payload is None:
         return None
     from ...cache import codec as cache_codec
 
@@ -316,10 +352,10 @@ def decode_shipped(data: bytes, folder: Path) -> Store | None:
         store = cache_codec.loads(payload)
     except cache_codec.CacheFormatError:
         return None
-    if not isinstance(store, Store) or not isinstance(store.deps, dict) or not all(
-            isinstance(p, str) and not os.path.isabs(p) for p in store.deps):
+    deps = absolute_deps(store.deps, folder) if isinstance(store, Store) else None
+    if deps is None:
         return None
-    store.deps = {os.path.normpath(os.path.join(folder, p)): digest for p, digest in store.deps.items()}
+    store.deps = deps
     return store
 
 
